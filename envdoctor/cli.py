@@ -1,0 +1,142 @@
+"""The `envdoctor` command line.
+
+Exit codes: 0 no error (warnings allowed); 1 the doctor found an error (with
+--strict also a warning); 2 bad usage, bad input, or envdoctor itself failed.
+Every failure reaches the user as one line on stderr, never a traceback
+(set ENVDOCTOR_DEBUG=1 to see one).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from typing import Callable, Optional
+
+import click
+
+from envdoctor import __version__
+from envdoctor.errors import EXIT_USAGE, BadInput, EnvdoctorError
+
+FORMATS_PROBE = ("text", "json")
+
+
+def machine_options(fn: Callable) -> Callable:
+    """Options shared by every command that looks at a machine."""
+
+    @click.option("--python", "python_path", metavar="PATH", help="Inspect the environment of this Python interpreter.")
+    @click.option("--root", "root_dir", metavar="DIR", help="Read system files under DIR instead of / (a mounted image).")
+    @click.option("--snapshot", "snapshot_file", metavar="FILE", help="Judge a saved snapshot instead of probing.")
+    @click.option("--timeout", type=click.FloatRange(0.1, 600), default=5.0, show_default=True,
+                  help="Seconds each external command may take.")
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def obtain_snapshot(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Optional[str], timeout: float):
+    """Probe the machine (or load a saved snapshot); bad input raises BadInput."""
+    if snapshot_file:
+        if python_path or root_dir:
+            raise BadInput("--snapshot cannot be combined with --python or --root")
+        from envdoctor.snapshot_io import load_snapshot
+
+        return load_snapshot(snapshot_file)
+    from envdoctor.fsroot import Root
+    from envdoctor.probes import ProbeContext, run_probes
+
+    root = Root("/")
+    if root_dir:
+        if not os.path.exists(root_dir):
+            raise BadInput(f"--root {root_dir}: no such directory")
+        if not os.path.isdir(root_dir):
+            raise BadInput(f"--root {root_dir}: not a directory")
+        root = Root(os.path.abspath(root_dir))
+    ctx = ProbeContext(root=root, env=dict(os.environ), timeout=timeout, target_python=python_path)
+    if python_path:
+        from envdoctor.probes.pyenv import check_target_python
+
+        check_target_python(python_path, ctx.runner)
+    return run_probes(ctx)
+
+
+def snapshot_dict(snap, redact: bool) -> dict:
+    data = snap.to_dict()
+    if redact and not snap.redacted:
+        from envdoctor.redact import redact_dict
+
+        data = redact_dict(data)
+    return data
+
+
+def emit(text: str, output: Optional[str]) -> None:
+    if output:
+        from envdoctor.snapshot_io import write_atomic
+
+        write_atomic(output, text)
+    else:
+        click.echo(text, nl=not text.endswith("\n"))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="envdoctor")
+def cli() -> None:
+    """Will torch / tensorflow / jax on this machine really use the GPU? If not, why, and what to install."""
+
+
+@cli.command()
+@machine_options
+@click.option("--format", "fmt", type=click.Choice(FORMATS_PROBE), default="text", show_default=True)
+@click.option("-o", "--output", metavar="FILE", help="Write the snapshot to FILE (atomically) instead of stdout.")
+@click.option("--no-redact", is_flag=True, help="Keep GPU UUIDs, host name, home directory and secret-looking values.")
+def probe(python_path, root_dir, snapshot_file, timeout, fmt, output, no_redact):
+    """Take a snapshot of the machine: driver, GPUs, toolkits, cuDNN, frameworks, loader paths."""
+    snap = obtain_snapshot(python_path, root_dir, snapshot_file, timeout)
+    data = snapshot_dict(snap, redact=not no_redact)
+    if fmt == "json":
+        from envdoctor.snapshot_io import dump_json
+
+        emit(dump_json(data), output)
+    else:
+        from envdoctor.render.snapshot_text import render_snapshot_text
+        from envdoctor.snapshot import Snapshot
+
+        emit(render_snapshot_text(Snapshot.from_dict(data)), output)
+
+
+def _register_optional_commands() -> None:
+    """Commands living in their own modules (kept out of start-up when not used)."""
+    try:
+        from envdoctor.commands import register
+    except ImportError:
+        return
+    register(cli)
+
+
+_register_optional_commands()
+
+
+def main(argv: Optional[list] = None) -> None:
+    try:
+        rc = cli.main(args=argv, prog_name="envdoctor", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("envdoctor: aborted", err=True)
+        sys.exit(EXIT_USAGE)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code if exc.exit_code != 1 else EXIT_USAGE)
+    except EnvdoctorError as exc:
+        click.echo(f"envdoctor: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("envdoctor: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as exc:  # noqa: BLE001 - never a traceback for users
+        if os.environ.get("ENVDOCTOR_DEBUG"):
+            raise
+        click.echo(f"envdoctor: internal error: {type(exc).__name__}: {exc} (set ENVDOCTOR_DEBUG=1 for details)", err=True)
+        sys.exit(EXIT_USAGE)
+    sys.exit(rc if isinstance(rc, int) else 0)

@@ -1,0 +1,126 @@
+"""`check`, `rules` and `explain` (and, when present, the `matrices` group)."""
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+
+import click
+
+from envdoctor.cli import emit, machine_options, obtain_snapshot, snapshot_dict
+
+
+def _split_ids(values) -> list:
+    out = []
+    for v in values or ():
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return out
+
+
+def load_data():
+    """The matrices, or (None, [why]) when they cannot be loaded at all."""
+    try:
+        from envdoctor.knowledge import load_matrices
+    except ImportError as exc:  # pragma: no cover - only while the data layer is missing
+        return None, [f"compatibility data unavailable: {exc}"]
+    m = load_matrices()
+    return m, list(getattr(m, "warnings", []))
+
+
+def build_report(snap, only=None, skip=None):
+    from envdoctor.report import Report
+    from envdoctor.rules.context import Context
+    from envdoctor.rules.engine import run_rules, select_rules
+
+    rules = select_rules(only, skip)
+    matrices, warnings = load_data()
+    findings = run_rules(Context(snap, matrices), rules)
+    return Report(snap, findings, data_collected=getattr(matrices, "collected", "") or "", data_warnings=warnings)
+
+
+def use_color() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+@click.command()
+@machine_options
+@click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text", show_default=True)
+@click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
+@click.option("--only", multiple=True, metavar="IDS", help="Run only these rules (IDs, prefixes like ED1, or names; comma-separated).")
+@click.option("--skip", multiple=True, metavar="IDS", help="Skip these rules.")
+@click.option("-v", "--verbose", is_flag=True, help="Show the evidence behind each finding.")
+@click.option("--no-redact", is_flag=True, help="Keep GPU UUIDs, host name, home directory and secret-looking values.")
+@click.option("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically) instead of stdout.")
+def check(python_path, root_dir, snapshot_file, timeout, fmt, strict, only, skip, verbose, no_redact, output):
+    """Judge the machine: findings with IDs, evidence and fixes. Exit 0 ok, 1 error (--strict: or warning), 2 usage."""
+    snap = obtain_snapshot(python_path, root_dir, snapshot_file, timeout)
+    report = build_report(snap, _split_ids(only), _split_ids(skip))
+    sdict = snapshot_dict(snap, redact=not no_redact)
+    if fmt == "json":
+        from envdoctor.snapshot_io import dump_json
+
+        text = dump_json(report.to_dict(sdict))
+        if not no_redact:
+            from envdoctor.redact import redact_dict
+
+            text = dump_json(redact_dict(report.to_dict(sdict), hostnames=[snap.platform.hostname]))
+        emit(text, output)
+    elif fmt == "markdown":
+        from envdoctor.render.report_markdown import render_report_markdown
+
+        emit(render_report_markdown(report, sdict), output)
+    else:
+        from envdoctor.render.report_text import render_report_text
+
+        emit(render_report_text(report, verbose=verbose, color=use_color() and not output), output)
+    sys.exit(report.exit_code(strict))
+
+
+@click.command(name="rules")
+@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
+def rules_cmd(fmt):
+    """List the doctor's rules."""
+    from envdoctor.rules.engine import all_rules
+
+    rules = all_rules()
+    if fmt == "json":
+        from envdoctor.snapshot_io import dump_json
+
+        click.echo(dump_json({"rules": [
+            {"id": r.id, "name": r.name, "title": r.title, "severity": r.severity, "area": r.area} for r in rules]}))
+        return
+    for r in rules:
+        click.echo(f"{r.id}  {r.severity:<7}  {r.name:<34}  {r.title}")
+
+
+@click.command()
+@click.argument("rule_id")
+def explain(rule_id):
+    """Explain a rule: its rationale, an example and references."""
+    from envdoctor.errors import BadInput
+    from envdoctor.rules.engine import all_rules
+
+    wanted = rule_id.strip().upper()
+    for r in all_rules():
+        if r.id.upper() == wanted or r.name == rule_id.strip():
+            click.echo(f"{r.id} ({r.name}): {r.title}")
+            click.echo(f"default severity: {r.severity}; area: {r.area}\n")
+            click.echo(textwrap.fill(" ".join(r.rationale.split()), 88) + "\n")
+            click.echo("Example: " + r.example)
+            if r.references:
+                click.echo("\nReferences:")
+                for ref in r.references:
+                    click.echo(f"  {ref}")
+            return
+    raise BadInput(f"unknown rule {rule_id!r} (see `envdoctor rules`)")
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(check)
+    cli.add_command(rules_cmd)
+    cli.add_command(explain)
+    try:
+        from envdoctor.knowledge.cli import matrices
+    except ImportError:
+        return
+    cli.add_command(matrices)

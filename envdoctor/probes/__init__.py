@@ -1,0 +1,66 @@
+"""All probes, and the runner that fills a snapshot from them.
+
+Probes of one stage run in parallel threads (each fills its own part of the
+snapshot); a later stage may read what an earlier one found (cudnn and loader
+look into the toolkits and the Python environment found before). A probe that
+fails is recorded in `snapshot.probes` with its reason and never stops others.
+"""
+from __future__ import annotations
+
+import datetime
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import List, Sequence, Tuple
+
+from envdoctor import __version__
+from envdoctor.probes.base import ProbeContext, ProbeFn, ProbeUnknown
+from envdoctor.snapshot import ProbeStatus, Snapshot
+
+
+def _stages() -> List[List[Tuple[str, ProbeFn]]]:
+    from envdoctor.probes import cudnn, loader, nvidia, platform, pyenv, rocm, toolkits
+
+    return [
+        [
+            ("platform", platform.probe),
+            ("nvidia", nvidia.probe),
+            ("toolkits", toolkits.probe),
+            ("python", pyenv.probe),
+            ("rocm", rocm.probe),
+        ],
+        [
+            ("cudnn", cudnn.probe),
+            ("loader", loader.probe),
+        ],
+    ]
+
+
+def _run_one(name: str, fn: ProbeFn, ctx: ProbeContext, snap: Snapshot) -> ProbeStatus:
+    start = time.monotonic()
+    try:
+        fn(ctx, snap)
+        status = ProbeStatus(name, "ok")
+    except ProbeUnknown as exc:
+        status = ProbeStatus(name, "unknown", str(exc))
+    except Exception as exc:  # noqa: BLE001 - one failing probe never sinks the report
+        status = ProbeStatus(name, "error", f"{type(exc).__name__}: {exc}")
+    status.duration_ms = round((time.monotonic() - start) * 1000, 1)
+    return status
+
+
+def run_probes(ctx: ProbeContext, stages: Sequence[Sequence[Tuple[str, ProbeFn]]] | None = None) -> Snapshot:
+    snap = Snapshot(
+        envdoctor_version=__version__,
+        created=datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat(),
+        root=str(ctx.root.base),
+    )
+    statuses: List[ProbeStatus] = []
+    for stage in stages if stages is not None else _stages():
+        with ThreadPoolExecutor(max_workers=max(1, len(stage))) as pool:
+            futures = [pool.submit(_run_one, name, fn, ctx, snap) for name, fn in stage]
+            statuses.extend(f.result() for f in futures)
+    snap.probes = statuses
+    return snap
+
+
+__all__ = ["ProbeContext", "ProbeUnknown", "run_probes"]

@@ -1,0 +1,1 @@
+"""Output formats: text for people, JSON for machines, Markdown for bug reports."""

@@ -1,0 +1,41 @@
+"""The doctor's report: a snapshot, the findings, and what the data was."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from envdoctor import __version__
+from envdoctor.rules.base import Finding
+from envdoctor.snapshot import Snapshot
+
+REPORT_SCHEMA_VERSION = "1.0"
+
+
+@dataclass
+class Report:
+    snapshot: Snapshot
+    findings: List[Finding]
+    data_collected: str = ""
+    data_warnings: List[str] = field(default_factory=list)
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    def count(self, severity: str) -> int:
+        return sum(1 for f in self.findings if f.severity == severity)
+
+    def exit_code(self, strict: bool = False) -> int:
+        if self.count("error"):
+            return 1
+        if strict and self.count("warning"):
+            return 1
+        return 0
+
+    def to_dict(self, snapshot_dict: Optional[dict] = None) -> Dict[str, Any]:
+        return {
+            "schema_version": REPORT_SCHEMA_VERSION,
+            "envdoctor_version": __version__,
+            "data": {"collected": self.data_collected, "warnings": list(self.data_warnings)},
+            "summary": {s: self.count(s) for s in ("error", "warning", "info", "ok")},
+            "findings": [f.to_dict() for f in self.findings],
+            "snapshot": snapshot_dict if snapshot_dict is not None else self.snapshot.to_dict(),
+            **self.extra,
+        }

@@ -1,0 +1,13 @@
+"""The doctor's rule catalogue. Importing this package registers every rule module."""
+from __future__ import annotations
+
+import importlib
+
+from envdoctor.rules.base import REGISTRY, Finding, Rule, rule  # noqa: F401
+
+RULE_MODULES = (
+    "summary",
+)
+
+for _name in RULE_MODULES:
+    importlib.import_module(f"envdoctor.rules.{_name}")

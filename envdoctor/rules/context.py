@@ -1,0 +1,94 @@
+"""What a rule reads: the snapshot, the matrices, and facts derived from both."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, List, Optional
+
+from packaging.version import InvalidVersion, Version
+
+from envdoctor.snapshot import GPU, Framework, Snapshot
+
+
+def parse_version(text: Optional[str]) -> Optional[Version]:
+    """A packaging Version, or None for missing or unparsable text."""
+    if not text:
+        return None
+    try:
+        return Version(str(text).strip())
+    except InvalidVersion:
+        return None
+
+
+def base_version(text: Optional[str]) -> Optional[str]:
+    """'2.1.0+cu121' -> '2.1.0'."""
+    v = parse_version(text)
+    return v.base_version if v is not None else None
+
+
+def major_minor(text: Optional[str]) -> Optional[str]:
+    v = parse_version(text)
+    if v is None:
+        return None
+    return f"{v.release[0]}.{v.release[1] if len(v.release) > 1 else 0}"
+
+
+@dataclass
+class Context:
+    snap: Snapshot
+    matrices: Any = None  # envdoctor.knowledge.Matrices, or None when the data could not be loaded
+    extra: dict = field(default_factory=dict)  # room for commands that lay plans over a snapshot (gate)
+
+    # -- platform ----------------------------------------------------------
+    @property
+    def os(self) -> str:
+        system = (self.snap.platform.system or "").lower()
+        if system.startswith("win"):
+            return "windows"
+        if system == "darwin":
+            return "macos"
+        return "linux"
+
+    # -- driver and GPUs ---------------------------------------------------
+    @property
+    def driver_version(self) -> Optional[str]:
+        return self.snap.driver.version
+
+    @property
+    def driver_ok(self) -> bool:
+        return self.snap.driver.state == "ok" and bool(self.snap.driver.version)
+
+    @property
+    def gpus(self) -> List[GPU]:
+        return list(self.snap.gpus)
+
+    def gpu_cc(self, gpu: GPU) -> Optional[str]:
+        """The GPU's compute capability, from the probe or, failing that, from its name in the matrices."""
+        if gpu.compute_capability:
+            return gpu.compute_capability
+        if self.matrices is not None and gpu.name:
+            try:
+                return self.matrices.cc_for_gpu_name(gpu.name)
+            except Exception:  # noqa: BLE001 - matrices are optional here
+                return None
+        return None
+
+    @property
+    def has_nvidia_gpu(self) -> bool:
+        """An NVIDIA GPU is present and the driver works (devices may still be hidden by the environment)."""
+        return self.driver_ok and bool(self.snap.gpus)
+
+    @property
+    def gpu_env(self) -> dict:
+        return dict(self.snap.loader.gpu_env)
+
+    # -- frameworks ----------------------------------------------------------
+    def framework(self, name: str) -> Optional[Framework]:
+        return self.snap.framework(name)
+
+    @property
+    def frameworks(self) -> List[Framework]:
+        return list(self.snap.python.frameworks)
+
+    @property
+    def python_version(self) -> Optional[str]:
+        return self.snap.python.version or None

@@ -1,0 +1,285 @@
+"""The machine snapshot: one typed model that every probe fills and every rule reads.
+
+The model round-trips to JSON exactly (`Snapshot.from_dict(s.to_dict()) == s`);
+docs/snapshot.md documents it and docs/snapshot.schema.json is its JSON Schema.
+Annotations use typing.Optional/List/Dict so they evaluate on Python 3.9.
+
+Conventions:
+- a part nobody could probe stays at its default and the probe's entry in
+  `probes` says why ("unknown" with a reason);
+- versions are strings as the source printed them ("535.104.05", "12.2", "8.9.2");
+- every part records `evidence`: where the answer came from and the raw excerpt.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+SCHEMA_VERSION = "1.0"
+
+
+@dataclass
+class Evidence:
+    """Where a fact came from: `source` is e.g. "nvml", "file:/proc/driver/nvidia/version",
+    "cmd:nvidia-smi --query-gpu=...", "env:CUDA_HOME"; `excerpt` is the raw text parsed (trimmed)."""
+
+    source: str
+    excerpt: str = ""
+
+
+@dataclass
+class ProbeStatus:
+    name: str
+    status: str = "ok"  # ok | unknown | error | timeout | skipped
+    reason: str = ""
+    duration_ms: float = 0.0
+
+
+@dataclass
+class Platform:
+    system: str = ""  # Linux | Windows | Darwin
+    machine: str = ""  # x86_64 | aarch64 | arm64 | AMD64
+    kernel: str = ""
+    distro_id: str = ""  # ubuntu, debian, rhel ... from os-release ID
+    distro_version: str = ""  # VERSION_ID
+    distro_name: str = ""  # PRETTY_NAME
+    glibc: str = ""
+    wsl: Optional[int] = None  # None: not WSL; 1 or 2
+    container: Optional[str] = None  # docker | podman | kubernetes | containerd | lxc | None
+    hostname: str = ""
+    evidence: List[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class GPU:
+    index: int = 0
+    name: str = ""
+    compute_capability: Optional[str] = None  # "8.6"
+    memory_total_mib: Optional[int] = None
+    bus_id: str = ""
+    uuid: str = ""
+    serial: str = ""
+    source: str = ""  # nvml | nvidia-smi | proc | name-table
+
+
+@dataclass
+class Driver:
+    """The NVIDIA driver.
+
+    state: ok | not_installed | module_not_loaded | version_mismatch | no_devices | smi_failed | unknown
+    version: the kernel/userspace driver version ("550.54.15")
+    cuda_version: the highest CUDA version the driver supports ("12.4"), from NVML or nvidia-smi
+    nvml / nvidia_smi: how each layer answered: ok | missing | failed | timeout | garbage | mismatch | no_devices | not_run
+    """
+
+    state: str = "unknown"
+    version: Optional[str] = None
+    cuda_version: Optional[str] = None
+    source: str = ""
+    kernel_module_version: Optional[str] = None
+    nvml: str = "not_run"
+    nvidia_smi: str = "not_run"
+    wsl_libcuda: Optional[str] = None  # path of libcuda under /usr/lib/wsl/lib, if any
+    linux_driver_in_wsl: bool = False  # a Linux NVIDIA driver installed inside WSL
+    disagreements: List[str] = field(default_factory=list)
+    messages: List[str] = field(default_factory=list)  # raw error lines worth showing
+    evidence: List[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class Toolkit:
+    path: str
+    version: Optional[str] = None  # "13.0.88" (nvcc release V...) or "12.4.1" (version.json)
+    version_source: str = ""  # version.json | version.txt | cuda.h | nvcc
+    nvcc: Optional[str] = None
+    found_by: List[str] = field(default_factory=list)  # CUDA_HOME, CUDA_PATH, PATH, /usr/local/cuda, conda, pip
+    is_default: bool = False
+    evidence: List[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class Cudnn:
+    version: Optional[str] = None  # "9.1.0"
+    kind: str = ""  # header | library | wheel
+    path: str = ""
+    evidence: List[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class Framework:
+    """An installed framework distribution, read without importing it.
+
+    build: cuda | rocm | cpu | metal | unknown
+    """
+
+    name: str  # torch | tensorflow | jax | jaxlib | jax-cuda12-plugin | torchvision | cupy | ...
+    distribution: str  # the dist name as installed (tensorflow-cpu, cupy-cuda12x ...)
+    version: str
+    build: str = "unknown"
+    cuda_version: Optional[str] = None
+    cudnn_version: Optional[str] = None
+    rocm_version: Optional[str] = None
+    arch_list: Optional[List[str]] = None  # ["sm_50", ..., "compute_90"] when the build says
+    requires: List[str] = field(default_factory=list)  # Requires-Dist lines (nvidia-*, cuda-*, companions)
+    requires_python: Optional[str] = None
+    location: str = ""
+    evidence: List[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class PythonEnv:
+    executable: str = ""
+    version: str = ""  # "3.11.7"
+    implementation: str = ""  # cpython
+    prefix: str = ""
+    kind: str = ""  # venv | conda | system
+    platform_tag: str = ""  # sysconfig.get_platform(), e.g. linux-x86_64
+    packages: Dict[str, str] = field(default_factory=dict)  # normalized name -> version, for GPU-relevant dists
+    frameworks: List[Framework] = field(default_factory=list)
+    evidence: List[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class Library:
+    name: str  # libcudart | libcudnn | libcublas | libnccl | libcuda ...
+    path: str
+    version: Optional[str] = None  # from the file name (libcudart.so.12.4.127) when it says
+    via: str = ""  # LD_LIBRARY_PATH | ldconfig | LD_PRELOAD
+
+
+@dataclass
+class Loader:
+    ld_library_path: List[str] = field(default_factory=list)
+    ld_preload: List[str] = field(default_factory=list)
+    libraries: List[Library] = field(default_factory=list)
+    gpu_env: Dict[str, str] = field(default_factory=dict)  # CUDA_VISIBLE_DEVICES, XLA_FLAGS, TF_* ...
+    evidence: List[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class Rocm:
+    installed: bool = False
+    version: Optional[str] = None
+    path: str = ""
+    gpus: List[str] = field(default_factory=list)
+    evidence: List[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class Snapshot:
+    schema_version: str = SCHEMA_VERSION
+    envdoctor_version: str = ""
+    created: str = ""  # ISO 8601 UTC
+    root: str = "/"
+    redacted: bool = False
+    platform: Platform = field(default_factory=Platform)
+    driver: Driver = field(default_factory=Driver)
+    gpus: List[GPU] = field(default_factory=list)
+    toolkits: List[Toolkit] = field(default_factory=list)
+    cudnn: List[Cudnn] = field(default_factory=list)
+    python: PythonEnv = field(default_factory=PythonEnv)
+    loader: Loader = field(default_factory=Loader)
+    rocm: Rocm = field(default_factory=Rocm)
+    probes: List[ProbeStatus] = field(default_factory=list)
+
+    # -- serialisation ---------------------------------------------------
+    def to_dict(self) -> dict:
+        return _to_json(self)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Snapshot":
+        if not isinstance(data, dict):
+            raise ValueError("a snapshot is a JSON object")
+        version = str(data.get("schema_version", ""))
+        if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
+            raise ValueError(f"unsupported snapshot schema_version {version!r} (this envdoctor reads {SCHEMA_VERSION})")
+        return _from_json(cls, data, "snapshot")
+
+    @classmethod
+    def from_json(cls, text: str) -> "Snapshot":
+        return cls.from_dict(json.loads(text))
+
+    # -- conveniences for rules ----------------------------------------------
+    def framework(self, name: str) -> Optional[Framework]:
+        for fw in self.python.frameworks:
+            if fw.name == name:
+                return fw
+        return None
+
+    def probe(self, name: str) -> Optional[ProbeStatus]:
+        for p in self.probes:
+            if p.name == name:
+                return p
+        return None
+
+    @property
+    def default_toolkit(self) -> Optional[Toolkit]:
+        for tk in self.toolkits:
+            if tk.is_default:
+                return tk
+        return self.toolkits[0] if self.toolkits else None
+
+
+def _to_json(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, list):
+        return [_to_json(x) for x in obj]
+    if isinstance(obj, dict):
+        return {str(k): _to_json(v) for k, v in obj.items()}
+    return obj
+
+
+_HINTS: dict = {}
+
+
+def _hints(cls: type) -> dict:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _from_json(tp: Any, value: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is typing.Union:  # Optional[X]
+        if value is None:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _from_json(inner[0], value, where)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise ValueError(f"{where}: expected an object")
+        hints = _hints(tp)
+        kwargs = {}
+        for f in dataclasses.fields(tp):
+            if f.name in value:
+                kwargs[f.name] = _from_json(hints[f.name], value[f.name], f"{where}.{f.name}")
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:  # type: ignore[misc]
+                raise ValueError(f"{where}: missing field {f.name!r}")
+        return tp(**kwargs)
+    if origin in (list, List):
+        if not isinstance(value, list):
+            raise ValueError(f"{where}: expected a list")
+        return [_from_json(args[0], v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin in (dict, Dict):
+        if not isinstance(value, dict):
+            raise ValueError(f"{where}: expected an object")
+        return {str(k): _from_json(args[1], v, f"{where}.{k}") for k, v in value.items()}
+    if tp is Any:
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{where}: expected a number")
+        return float(value)
+    if tp in (str, int, bool):
+        if not isinstance(value, tp) or (tp is int and isinstance(value, bool)):
+            raise ValueError(f"{where}: expected {tp.__name__}")
+        return value
+    return value
