@@ -1,0 +1,15 @@
+"""Shared test fixtures. Rule tests build snapshots with tests/snapfactory.py."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+@pytest.fixture
+def fw_python():
+    """The interpreter of a venv holding the real CPU builds of torch, tensorflow-cpu and jax (set up by .ci/run)."""
+    path = os.environ.get("ENVDOCTOR_TEST_FW_PYTHON")
+    if not path or not os.path.exists(path):
+        pytest.skip("ENVDOCTOR_TEST_FW_PYTHON is not set to a venv with torch, tensorflow-cpu and jax")
+    return path

@@ -1,0 +1,62 @@
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from envdoctor.probes import ProbeContext, run_probes
+from envdoctor.schema import snapshot_json_schema
+from envdoctor.snapshot import GPU, Driver, Framework, Snapshot
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def test_schema_file_matches_model():
+    committed = json.loads((DOCS / "snapshot.schema.json").read_text())
+    assert committed == snapshot_json_schema(), "regenerate: python -m envdoctor.schema > docs/snapshot.schema.json"
+
+
+def test_round_trip_exact():
+    s = Snapshot(envdoctor_version="x", created="2026-01-01T00:00:00+00:00")
+    s.driver = Driver(state="ok", version="550.54.15", cuda_version="12.4", source="nvml")
+    s.gpus = [GPU(index=0, name="NVIDIA A100-SXM4-80GB", compute_capability="8.0", memory_total_mib=81920)]
+    s.python.frameworks = [Framework("torch", "torch", "2.3.1+cu121", build="cuda", cuda_version="12.1",
+                                     arch_list=["sm_80", "sm_90"], requires=["nvidia-cudnn-cu12==8.9.2.26"])]
+    s.python.packages = {"torch": "2.3.1+cu121"}
+    text = s.to_json()
+    back = Snapshot.from_json(text)
+    assert back == s
+    assert back.to_json() == text
+
+
+def test_live_probe_validates_against_schema():
+    snap = run_probes(ProbeContext())
+    jsonschema.validate(snap.to_dict(), snapshot_json_schema())
+    assert Snapshot.from_dict(snap.to_dict()) == snap
+    assert {p.name for p in snap.probes} >= {"platform", "nvidia", "toolkits", "python", "cudnn", "loader", "rocm"}
+
+
+@pytest.mark.parametrize("bad, msg", [
+    ({"schema_version": "9.0"}, "schema_version"),
+    ({"schema_version": "1.0", "gpus": "x"}, "expected a list"),
+    ({"schema_version": "1.0", "driver": {"state": 3}}, "expected str"),
+    ({"schema_version": "1.0", "gpus": [{"index": True}]}, "expected int"),
+    ([], "JSON object"),
+])
+def test_from_dict_rejects_wrong_shapes(bad, msg):
+    with pytest.raises(ValueError, match=msg):
+        Snapshot.from_dict(bad)
+
+
+def test_failing_probe_is_recorded_and_others_survive():
+    def boom(ctx, snap):
+        raise RuntimeError("kaboom")
+
+    def fine(ctx, snap):
+        snap.driver.version = "1.2"
+
+    snap = run_probes(ProbeContext(), stages=[[("boom", boom), ("fine", fine)]])
+    st = {p.name: p for p in snap.probes}
+    assert st["boom"].status == "error" and "kaboom" in st["boom"].reason
+    assert st["fine"].status == "ok"
+    assert snap.driver.version == "1.2"
