@@ -57,7 +57,7 @@ def obtain_snapshot(python_path: Optional[str], root_dir: Optional[str], snapsho
     if python_path:
         from envdoctor.probes.pyenv import check_target_python
 
-        check_target_python(python_path, ctx.runner)
+        ctx.python_report = check_target_python(python_path, ctx.runner)
     return run_probes(ctx)
 
 

@@ -63,5 +63,53 @@ def snapshot_json_schema() -> Dict[str, Any]:
     return schema
 
 
+def report_json_schema() -> Dict[str, Any]:
+    """The schema of `envdoctor check --format json` (docs/report.schema.json)."""
+    from envdoctor.report import REPORT_SCHEMA_VERSION
+    from envdoctor.rules.base import AREAS, SEVERITIES
+
+    snap = snapshot_json_schema()
+    finding = {
+        "type": "object",
+        "required": ["id", "severity", "title", "message", "area", "subject", "evidence", "fix", "consequences"],
+        "additionalProperties": False,
+        "properties": {
+            "id": {"type": "string", "pattern": "^ED[0-9]{3}$"},
+            "severity": {"enum": list(SEVERITIES)},
+            "title": {"type": "string"},
+            "message": {"type": "string"},
+            "area": {"enum": list(AREAS)},
+            "subject": {"type": "string"},
+            "evidence": {"type": "array", "items": {
+                "type": "object", "required": ["fact", "value", "source"], "additionalProperties": False,
+                "properties": {"fact": {"type": "string"}, "value": {"type": "string"}, "source": {"type": "string"}}}},
+            "fix": {"type": "array", "items": {"type": "string"}},
+            "consequences": {"type": "array", "items": {"type": "string"}},
+        },
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://envdoctor.invalid/schema/report-" + REPORT_SCHEMA_VERSION + ".json",
+        "title": "envdoctor check report",
+        "description": f"schema_version {REPORT_SCHEMA_VERSION}; see docs/report.md",
+        "type": "object",
+        "required": ["schema_version", "envdoctor_version", "data", "summary", "findings", "snapshot"],
+        "properties": {
+            "schema_version": {"type": "string"},
+            "envdoctor_version": {"type": "string"},
+            "data": {"type": "object", "required": ["collected", "warnings"], "properties": {
+                "collected": {"type": "string"}, "warnings": {"type": "array", "items": {"type": "string"}}}},
+            "summary": {"type": "object", "required": list(SEVERITIES),
+                        "properties": {s: {"type": "integer", "minimum": 0} for s in SEVERITIES}},
+            "findings": {"type": "array", "items": {"$ref": "#/$defs/Finding"}},
+            "snapshot": {"$ref": "#/$defs/Snapshot"},
+        },
+        "$defs": {**snap["$defs"], "Finding": finding},
+    }
+
+
 if __name__ == "__main__":
-    print(json.dumps(snapshot_json_schema(), indent=2))
+    import sys
+
+    which = sys.argv[1] if len(sys.argv) > 1 else "snapshot"
+    print(json.dumps(report_json_schema() if which == "report" else snapshot_json_schema(), indent=2))

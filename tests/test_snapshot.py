@@ -60,3 +60,16 @@ def test_failing_probe_is_recorded_and_others_survive():
     assert st["boom"].status == "error" and "kaboom" in st["boom"].reason
     assert st["fine"].status == "ok"
     assert snap.driver.version == "1.2"
+
+
+def test_report_schema_file_matches_and_validates_check_output():
+    import subprocess
+    import sys
+
+    from envdoctor.schema import report_json_schema
+
+    committed = json.loads((DOCS / "report.schema.json").read_text())
+    assert committed == report_json_schema(), "regenerate: python -m envdoctor.schema report > docs/report.schema.json"
+    proc = subprocess.run([sys.executable, "-m", "envdoctor", "check", "--format", "json"], capture_output=True, text=True)
+    assert proc.returncode in (0, 1), proc.stderr
+    jsonschema.validate(json.loads(proc.stdout), committed)

@@ -27,6 +27,7 @@ class ProbeContext:
     timeout: float = DEFAULT_TIMEOUT
     target_python: Optional[str] = None  # --python PATH; None: the active env or this interpreter
     use_nvml: bool = True  # tests turn NVML off to exercise the file and command layers
+    python_report: Optional[dict] = None  # the --python helper's answer when the CLI already checked it
 
     @property
     def runner(self) -> Runner:

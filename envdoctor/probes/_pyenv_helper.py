@@ -1,0 +1,274 @@
+# envdoctor's helper, run inside the *target* Python interpreter (python -c <this source>).
+#
+# It lists the GPU-relevant distributions installed there and reads the version files they
+# ship, as text. It NEVER imports any of them: it only walks sys.path, reads
+# *.dist-info/METADATA (or *.egg-info/PKG-INFO) headers and a few known files by path.
+#
+# Constraints: standard library only, no envdoctor imports, runs on Python 3.6+ (so no
+# `from __future__ import annotations`, no walrus, no f-string `=`), prints one line:
+#     @@ENVDOCTOR-PYENV@@ {json}
+import sys
+
+if __name__ == "__main__":
+    # The script comes in with -c, so sys.path[0] is '' (the current directory): drop it before
+    # importing anything, so that a json.py or re.py lying in the user's cwd is never picked up.
+    sys.path[:] = [p for p in sys.path if p not in ("", ".")]
+
+import json  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+
+MARKER = "@@ENVDOCTOR-PYENV@@ "
+MAX_FILE = 64 * 1024
+
+EXACT = set([
+    "torch", "torchvision", "torchaudio", "triton", "pytorch-triton", "pytorch-triton-rocm",
+    "pytorch-triton-xpu", "tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel",
+    "tensorflow-macos", "tensorflow-metal", "tensorflow-rocm", "tensorflow-aarch64",
+    "tf-nightly", "tf-nightly-cpu", "tf-nightly-gpu", "tf-keras", "jax", "jaxlib", "cupy",
+    "paddlepaddle", "paddlepaddle-gpu", "onnxruntime", "onnxruntime-gpu", "onnxruntime-rocm",
+    "nvidia-ml-py", "nvidia-ml-py3", "pynvml", "tensorrt", "libtpu",
+])
+PREFIXES = ("nvidia-", "cuda-", "cupy-", "jax-cuda", "jax-rocm", "tensorrt-", "onnxruntime-")
+
+# version files each distribution ships, relative to its site-packages directory
+FILES = {
+    "torch": ["torch/version.py"],
+    "torchvision": ["torchvision/version.py"],
+    "torchaudio": ["torchaudio/version.py"],
+    "jax": ["jax/version.py"],
+    "jaxlib": ["jaxlib/version.py"],
+    "onnxruntime": ["onnxruntime/capi/build_and_package_info.py"],
+}
+TF_FILES = ["tensorflow/python/platform/build_info.py"]
+CUPY_FILES = ["cupy/_version.py"]
+
+
+def normalize(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def relevant(norm):
+    if norm in EXACT:
+        return True
+    for p in PREFIXES:
+        if norm.startswith(p):
+            return True
+    return False
+
+
+def files_for(norm):
+    if norm in FILES:
+        return FILES[norm]
+    if norm.startswith("tensorflow") or norm.startswith("tf-nightly"):
+        return TF_FILES
+    if norm == "cupy" or norm.startswith("cupy-"):
+        return CUPY_FILES
+    if norm.startswith("onnxruntime"):
+        return FILES["onnxruntime"]
+    m = re.match(r"^jax-(cuda|rocm)(\d+)-(plugin|pjrt)$", norm)
+    if m:
+        if m.group(3) == "plugin":
+            return ["jax_%s%s_plugin/version.py" % (m.group(1), m.group(2))]
+        return ["jax_plugins/xla_%s%s/version.py" % (m.group(1), m.group(2))]
+    return []
+
+
+def read_text(path, limit=MAX_FILE):
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(limit)
+    except (OSError, IOError, ValueError):
+        return None
+    if b"\x00" in data:
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def parse_headers(text):
+    """Headers of a METADATA / PKG-INFO file (RFC 822 style), up to the first blank line."""
+    headers = []
+    last = None
+    for line in text.splitlines():
+        if not line.strip():
+            break
+        if line[:1] in (" ", "\t") and last is not None:
+            headers[-1] = (headers[-1][0], headers[-1][1] + " " + line.strip())
+            continue
+        if ":" in line:
+            key, _, value = line.partition(":")
+            headers.append((key.strip().lower(), value.strip()))
+            last = key
+    return headers
+
+
+def egg_requires(path):
+    """requires.txt of an egg-info, turned into Requires-Dist style lines."""
+    text = read_text(os.path.join(path, "requires.txt"))
+    out = []
+    if not text:
+        return out
+    section = ""
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1]
+            continue
+        if section:
+            extra, _, marker = section.partition(":")
+            conds = []
+            if marker:
+                conds.append("(%s)" % marker)
+            if extra:
+                conds.append('extra == "%s"' % extra)
+            out.append("%s; %s" % (line, " and ".join(conds)))
+        else:
+            out.append(line)
+    return out
+
+
+def candidate_name(entry):
+    """The distribution name part of a '*.dist-info' / '*.egg-info' / '*.egg' entry name."""
+    stem = entry.rsplit(".", 1)[0]
+    return stem.split("-", 1)[0]
+
+
+def read_dist(base, entry):
+    """Metadata of one distribution directory entry under `base`; None if unreadable."""
+    path = os.path.join(base, entry)
+    if entry.endswith(".dist-info"):
+        meta_path = os.path.join(path, "METADATA")
+    elif entry.endswith(".egg-info"):
+        meta_path = os.path.join(path, "PKG-INFO") if os.path.isdir(path) else path
+    else:  # an .egg directory
+        meta_path = os.path.join(path, "EGG-INFO", "PKG-INFO")
+    text = read_text(meta_path, 256 * 1024)
+    if text is None:
+        return None
+    headers = parse_headers(text)
+    name = version = requires_python = None
+    requires = []
+    for key, value in headers:
+        if key == "name" and name is None:
+            name = value
+        elif key == "version" and version is None:
+            version = value
+        elif key == "requires-python":
+            requires_python = value
+        elif key == "requires-dist":
+            requires.append(value)
+    if not name:
+        return None
+    if entry.endswith(".egg-info") and os.path.isdir(path) and not requires:
+        requires = egg_requires(path)
+    elif entry.endswith(".egg"):
+        requires = egg_requires(os.path.join(path, "EGG-INFO"))
+    location = path if entry.endswith(".egg") else base
+    installer = None
+    if entry.endswith(".dist-info"):
+        installer = (read_text(os.path.join(path, "INSTALLER"), 200) or "").strip() or None
+    return {
+        "name": name,
+        "normalized": normalize(name),
+        "version": version or "",
+        "location": location,
+        "metadata_path": meta_path,
+        "requires_dist": requires,
+        "requires_python": requires_python,
+        "installer": installer,
+    }
+
+
+def find_file(rel, location, search_path):
+    """The shipped file `rel` next to the dist (its location), else on another sys.path entry
+    (an editable install keeps the package elsewhere)."""
+    parts = rel.split("/")
+    for base in [location] + [p for p in search_path if p != location]:
+        candidate = os.path.join(base, *parts)
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def site_dirs():
+    out = []
+    try:
+        import site
+        if hasattr(site, "getsitepackages"):
+            out.extend(site.getsitepackages())
+        if hasattr(site, "getusersitepackages"):
+            user = site.getusersitepackages()
+            if user:
+                out.append(user)
+    except Exception:  # noqa: BLE001 - an odd site.py never breaks the probe
+        pass
+    return out
+
+
+def main():
+    import platform
+    import sysconfig
+
+    search_path = [p for p in sys.path if p and os.path.isdir(p)]
+    dists = {}
+    order = []
+    for base in search_path:
+        try:
+            entries = sorted(os.listdir(base))
+        except OSError:
+            continue
+        for entry in entries:
+            if not (entry.endswith(".dist-info") or entry.endswith(".egg-info") or entry.endswith(".egg")):
+                continue
+            if not relevant(normalize(candidate_name(entry))):
+                continue
+            info = read_dist(base, entry)
+            if info is None or not relevant(info["normalized"]):
+                continue
+            key = info["normalized"]
+            if key in dists:  # first on sys.path wins, like the import system; keep the rest as shadowed
+                dists[key]["shadowed"].append({"version": info["version"], "location": info["location"],
+                                               "metadata_path": info["metadata_path"]})
+                continue
+            info["shadowed"] = []
+            dists[key] = info
+            order.append(key)
+    for key in order:
+        info = dists[key]
+        files = {}
+        for rel in files_for(key):
+            path = find_file(rel, info["location"], search_path)
+            if path is not None:
+                text = read_text(path)
+                if text is not None:
+                    files[rel] = {"path": path, "text": text}
+        info["files"] = files
+
+    impl = getattr(sys, "implementation", None)
+    result = {
+        "helper": 1,
+        "executable": sys.executable,
+        "version": platform.python_version(),
+        "implementation": impl.name if impl is not None else platform.python_implementation().lower(),
+        "prefix": sys.prefix,
+        "base_prefix": getattr(sys, "base_prefix", sys.prefix),
+        "real_prefix": getattr(sys, "real_prefix", None),
+        "platform": sysconfig.get_platform(),
+        "sys_path": list(sys.path),
+        "site_dirs": site_dirs(),
+        "dists": [dists[k] for k in order],
+    }
+    out = MARKER + json.dumps(result, ensure_ascii=True, sort_keys=True) + "\n"
+    stream = getattr(sys.stdout, "buffer", None)
+    if stream is not None:
+        stream.write(out.encode("ascii"))
+        stream.flush()
+    else:
+        sys.stdout.write(out)
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,347 @@
+"""The target Python environment and the GPU frameworks installed in it.
+
+The target is `--python PATH` if given, else the active virtualenv ($VIRTUAL_ENV)
+or conda env ($CONDA_PREFIX), else the interpreter running envdoctor.
+
+Nothing is imported, here or there: envdoctor runs `_pyenv_helper.py` (stdlib only)
+in the target interpreter with `python -c`, and the helper walks sys.path, reads
+dist-info / egg-info headers and the version files the frameworks ship
+(torch/version.py, tensorflow/python/platform/build_info.py, jaxlib/version.py ...)
+as text. This module turns that JSON into PythonEnv and Framework entries with the
+pure parsers of envdoctor.parsers.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from envdoctor.errors import BadInput
+from envdoctor.parsers import jax_build, tf_build_info, torch_version
+from envdoctor.probes import _pyenv_helper as helper
+from envdoctor.probes.base import ProbeContext, ProbeUnknown
+from envdoctor.snapshot import Evidence, Framework, PythonEnv, Snapshot
+from envdoctor.subproc import Runner
+
+HELPER_PATH = Path(__file__).with_name("_pyenv_helper.py")
+MARKER = helper.MARKER.strip()
+EXCERPT_MAX = 600
+
+_TF_FRAMEWORK_DISTS = re.compile(r"^(tensorflow(-(cpu|gpu|intel|macos|rocm|aarch64))?|tf-nightly(-(cpu|gpu))?)$")
+
+
+# -- finding and running the target interpreter ------------------------------------
+
+def _interpreter_in(prefix: str) -> Optional[str]:
+    """bin/python (or Scripts/python.exe) of an environment prefix, if it is there."""
+    for rel in (("bin", "python"), ("bin", "python3"), ("Scripts", "python.exe"), ("python.exe",)):
+        candidate = os.path.join(prefix, *rel)
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def resolve_target(ctx: ProbeContext) -> Tuple[str, bool, str]:
+    """(interpreter, explicit, how it was chosen)."""
+    if ctx.target_python:
+        return ctx.target_python, True, "--python"
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        prefix = ctx.env.get(var)
+        if prefix:
+            found = _interpreter_in(prefix)
+            if found:
+                return found, False, f"env:{var}"
+    return sys.executable, False, "envdoctor's own interpreter"
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    line = " ".join(text.split())
+    return line[:limit]
+
+
+def _helper_env(env: Any) -> Dict[str, str]:
+    out = {str(k): str(v) for k, v in dict(env).items()}
+    out["PYTHONDONTWRITEBYTECODE"] = "1"
+    out.pop("PYTHONINSPECT", None)  # would keep the interpreter waiting at a prompt
+    out.pop("PYTHONSTARTUP", None)
+    return out
+
+
+def run_helper(python: str, runner: Runner, timeout: Optional[float] = None) -> Tuple[Optional[dict], str]:
+    """Run the helper in `python`. Returns (data, "") or (None, one-line reason)."""
+    limit = runner.timeout * 2 if timeout is None else timeout
+    source = HELPER_PATH.read_text(encoding="utf-8")
+    result = runner.run([python, "-c", source], timeout=limit, env=_helper_env(runner.env))
+    if result.status == "missing":
+        return None, "not found" + (" on PATH" if os.sep not in python else "")
+    if result.status == "timeout":
+        return None, f"no answer within {limit:g} s (killed); is it a Python interpreter?"
+    if result.status == "error":
+        detail = result.reason.split(": ", 1)[-1] if result.reason else "cannot run it"
+        return None, f"cannot run it ({_one_line(detail)}); is it a Python interpreter?"
+    if result.status == "failed":
+        first = (result.stderr.strip() or result.stdout.strip()).splitlines()
+        last = first[-1] if first else ""
+        return None, (f"not a working Python 3 interpreter (exit status {result.returncode}"
+                      + (f": {_one_line(last, 160)}" if last else "") + ")")
+    for line in result.stdout.splitlines():
+        if line.startswith(MARKER):
+            try:
+                data = json.loads(line[len(MARKER):])
+            except ValueError:
+                break
+            if isinstance(data, dict) and data.get("helper") == 1 and isinstance(data.get("dists"), list):
+                return data, ""
+            break
+    return None, "did not answer like a Python interpreter"
+
+
+def _check_path(path: str) -> str:
+    """Turn --python PATH into an interpreter path, or raise BadInput."""
+    if os.sep not in path and not (os.altsep and os.altsep in path):
+        return path  # a bare name, looked up on PATH by the runner
+    if not os.path.lexists(path):
+        raise BadInput(f"--python {path}: no such file or directory")
+    if os.path.isdir(path):
+        found = _interpreter_in(path)
+        if found is None:
+            raise BadInput(f"--python {path}: is a directory without bin/python, not a Python interpreter")
+        return found
+    if not os.path.exists(path):
+        raise BadInput(f"--python {path}: a broken symbolic link")
+    if not os.access(path, os.X_OK):
+        raise BadInput(f"--python {path}: not executable, not a Python interpreter")
+    return path
+
+
+def check_target_python(path: str, runner: Runner, timeout: Optional[float] = None) -> dict:
+    """Check that `path` (from --python) is a working Python; return what the helper reported.
+
+    Raises BadInput with a one-line message otherwise (the CLI turns it into exit code 2).
+    """
+    python = _check_path(path)
+    data, reason = run_helper(python, runner, timeout)
+    if data is None:
+        raise BadInput(f"--python {path}: {reason}")
+    return data
+
+
+# -- turning the helper's report into the snapshot -----------------------------------
+
+def _excerpt(text: str) -> str:
+    """The meaningful lines of a version file: no comments, blank lines or license header."""
+    lines = [ln.rstrip() for ln in text.splitlines()
+             if ln[:1].strip() and not ln.startswith("#") and "=" in ln]  # top-level assignments
+    out = "\n".join(lines)
+    return out if len(out) <= EXCERPT_MAX else out[:EXCERPT_MAX] + " ..."
+
+
+def _req_name(line: str) -> str:
+    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", line)
+    return helper.normalize(m.group(1)) if m else ""
+
+
+def _relevant_requires(lines: List[str]) -> List[str]:
+    return [ln for ln in lines if helper.relevant(_req_name(ln))]
+
+
+def framework_name(norm: str) -> Optional[str]:
+    """The framework a distribution stands for, or None if it is not a framework."""
+    if norm in ("torch", "torchvision", "torchaudio", "jax", "jaxlib"):
+        return norm
+    if norm in ("triton", "pytorch-triton", "pytorch-triton-rocm", "pytorch-triton-xpu"):
+        return "triton"
+    if _TF_FRAMEWORK_DISTS.match(norm):
+        return "tensorflow"
+    if jax_build.plugin_dist(norm):
+        return norm
+    if norm == "cupy" or (norm.startswith("cupy-") and norm != "cupy-"):
+        return "cupy"
+    if norm in ("paddlepaddle", "paddlepaddle-gpu"):
+        return "paddlepaddle"
+    if norm == "onnxruntime" or norm.startswith("onnxruntime-"):
+        return "onnxruntime"
+    return None
+
+
+def _file(dist: dict, rel: str) -> Tuple[Optional[str], Optional[str]]:
+    entry = (dist.get("files") or {}).get(rel)
+    if isinstance(entry, dict) and isinstance(entry.get("text"), str):
+        return entry.get("path"), entry["text"]
+    return None, None
+
+
+def _cupy_build(norm: str) -> Tuple[str, Optional[str], Optional[str]]:
+    m = re.match(r"^cupy-cuda(\d+)(x?)$", norm)
+    if m:
+        digits = m.group(1)
+        if m.group(2) == "x" or len(digits) <= 2:  # cupy-cuda12x: any 12.x
+            return "cuda", str(int(digits)), None
+        return "cuda", f"{int(digits[:-1])}.{digits[-1]}", None  # cupy-cuda117 -> 11.7
+    m = re.match(r"^cupy-rocm-(\d+)-(\d+)$", norm)
+    if m:
+        return "rocm", None, f"{m.group(1)}.{m.group(2)}"
+    return "unknown", None, None
+
+
+def _simple_assignments(text: str) -> Dict[str, str]:
+    return {m.group(1): m.group(2) for m in re.finditer(r"^(\w+)\s*=\s*['\"]([^'\"\n]*)['\"]\s*$", text, re.M)}
+
+
+def _framework(dist: dict, installed: Dict[str, dict], platform_tag: str) -> Optional[Framework]:
+    norm = dist.get("normalized") or helper.normalize(str(dist.get("name", "")))
+    name = framework_name(norm)
+    if name is None:
+        return None
+    fw = Framework(
+        name=name,
+        distribution=norm,
+        version=str(dist.get("version") or ""),
+        requires=_relevant_requires([str(x) for x in dist.get("requires_dist") or []]),
+        requires_python=dist.get("requires_python") or None,
+        location=str(dist.get("location") or ""),
+    )
+    if dist.get("metadata_path"):
+        fw.evidence.append(Evidence(f"file:{dist['metadata_path']}", f"Name: {dist.get('name')}\nVersion: {fw.version}"))
+
+    def read(rel: str) -> Optional[str]:
+        path, text = _file(dist, rel)
+        if text is not None:
+            fw.evidence.append(Evidence(f"file:{path}", _excerpt(text)))
+        return text
+
+    if name == "torch":
+        info = torch_version.parse_torch_version(read("torch/version.py"))
+        if info is not None:
+            fw.version = info.version or fw.version
+            fw.build, fw.cuda_version, fw.rocm_version = torch_version.torch_build(info)
+        else:
+            fw.build, fw.cuda_version, fw.rocm_version = torch_version.build_from_label(torch_version.local_label(fw.version))
+    elif name in ("torchvision", "torchaudio"):
+        file_version = torch_version.parse_simple_version_py(read(f"{name}/version.py"))
+        if file_version:
+            fw.version = file_version
+        fw.build, fw.cuda_version, fw.rocm_version = torch_version.build_from_label(torch_version.local_label(fw.version))
+    elif name == "triton":
+        fw.build = "rocm" if norm == "pytorch-triton-rocm" else "unknown"
+    elif name == "tensorflow":
+        info = tf_build_info.parse_build_info(read("tensorflow/python/platform/build_info.py"))
+        if info is not None:
+            fw.build = info.build
+            fw.cuda_version = info.cuda_version
+            fw.cudnn_version = info.cudnn_version
+            fw.rocm_version = info.rocm_version
+            fw.arch_list = info.compute_capabilities
+        elif norm.endswith("-cpu"):
+            fw.build = "cpu"
+        elif norm.endswith("-gpu"):
+            fw.build = "cuda"
+        if fw.build in ("cpu", "unknown") and "tensorflow-metal" in installed and platform_tag.startswith("macosx"):
+            fw.build = "metal"
+    elif name in ("jax", "jaxlib"):
+        info = jax_build.parse_jax_version_file(read(f"{name}/version.py"))
+        if info is not None and not fw.version:
+            fw.version = info.version or ""
+        jaxlib = installed.get("jaxlib")
+        jaxlib_version = str(jaxlib.get("version") or "") if jaxlib else None
+        build, cuda, cudnn, rocm = jax_build.jax_build(jaxlib_version, installed.keys())
+        fw.build, fw.cuda_version, fw.cudnn_version, fw.rocm_version = build, cuda, cudnn, rocm
+    elif jax_build.plugin_dist(norm):
+        kind, version, _ = jax_build.plugin_dist(norm)  # type: ignore[misc]
+        for rel in jax_build.plugin_module_paths(norm):
+            read(rel)
+        fw.build = kind
+        if kind == "cuda":
+            fw.cuda_version = version
+        else:
+            fw.rocm_version = version
+    elif name == "cupy":
+        file_version = torch_version.parse_simple_version_py(read("cupy/_version.py"))
+        if file_version and not fw.version:
+            fw.version = file_version
+        fw.build, fw.cuda_version, fw.rocm_version = _cupy_build(norm)
+    elif name == "paddlepaddle":
+        if norm == "paddlepaddle-gpu":
+            fw.build = "cuda"
+            m = re.search(r"\.post(\d)(\d)(\d)?$", fw.version)  # 2.5.1.post117 -> CUDA 11.7
+            if m:
+                fw.cuda_version = f"{m.group(1)}{m.group(2)}.{m.group(3)}" if m.group(3) else f"{m.group(1)}.{m.group(2)}"
+        else:
+            fw.build = "cpu"
+    elif name == "onnxruntime":
+        text = read("onnxruntime/capi/build_and_package_info.py")
+        values = _simple_assignments(text) if text else {}
+        package = helper.normalize(values.get("package_name", norm))
+        if package in ("onnxruntime-gpu", "ort-gpu-nightly") or norm == "onnxruntime-gpu":
+            fw.build = "cuda"
+        elif package == "onnxruntime-rocm" or norm == "onnxruntime-rocm":
+            fw.build = "rocm"
+        elif package == "onnxruntime" and norm == "onnxruntime":
+            fw.build = "cpu"
+        fw.cuda_version = values.get("cuda_version") or None
+        fw.cudnn_version = values.get("cudnn_version") or None
+    return fw
+
+
+def _kind(prefix: str, base_prefix: str, real_prefix: Optional[str]) -> str:
+    # the target runs on this machine, so its prefix is a live path
+    if prefix and os.path.isdir(os.path.join(prefix, "conda-meta")):
+        return "conda"
+    if (prefix and base_prefix and os.path.normpath(prefix) != os.path.normpath(base_prefix)) or real_prefix:
+        return "venv"
+    if prefix and os.path.isfile(os.path.join(prefix, "pyvenv.cfg")):
+        return "venv"
+    return "system"
+
+
+def python_env_from(data: dict, chosen_by: str = "") -> PythonEnv:
+    """Build the PythonEnv from the helper's JSON report (pure: no process, no import)."""
+    dists = [d for d in data.get("dists") or [] if isinstance(d, dict)]
+    installed: Dict[str, dict] = {}
+    for d in dists:
+        norm = d.get("normalized") or helper.normalize(str(d.get("name", "")))
+        d["normalized"] = norm
+        installed.setdefault(norm, d)
+    env = PythonEnv(
+        executable=str(data.get("executable") or ""),
+        version=str(data.get("version") or ""),
+        implementation=str(data.get("implementation") or ""),
+        prefix=str(data.get("prefix") or ""),
+        kind=_kind(str(data.get("prefix") or ""), str(data.get("base_prefix") or ""), data.get("real_prefix")),
+        platform_tag=str(data.get("platform") or ""),
+    )
+    env.evidence.append(Evidence(
+        "cmd:" + (env.executable or "python") + " -c <envdoctor pyenv helper>",
+        _one_line(f"chosen by {chosen_by}; prefix={env.prefix} base_prefix={data.get('base_prefix')} "
+                  f"sys.path={data.get('sys_path')}", 600),
+    ))
+    for norm, d in installed.items():
+        env.packages[norm] = str(d.get("version") or "")
+        for other in d.get("shadowed") or []:
+            if isinstance(other, dict):
+                env.evidence.append(Evidence(
+                    f"file:{other.get('metadata_path', '')}",
+                    f"{norm} {other.get('version')} also installed at {other.get('location')}, "
+                    f"shadowed by {d.get('version')} at {d.get('location')}",
+                ))
+    for d in installed.values():
+        fw = _framework(d, installed, env.platform_tag)
+        if fw is not None:
+            env.frameworks.append(fw)
+    return env
+
+
+def probe(ctx: ProbeContext, snap: Snapshot) -> None:
+    python, explicit, chosen_by = resolve_target(ctx)
+    if explicit:
+        data = ctx.python_report if ctx.python_report is not None else check_target_python(python, ctx.runner)
+    else:
+        if not ctx.root.is_live:
+            raise ProbeUnknown("the Python environment of an image root is not probed (give --python to name one)")
+        data, reason = run_helper(python, ctx.runner)
+        if data is None:
+            raise ProbeUnknown(f"{python} ({chosen_by}): {reason}")
+    snap.python = python_env_from(data, chosen_by)
