@@ -53,7 +53,10 @@ def obtain_snapshot(python_path: Optional[str], root_dir: Optional[str], snapsho
         if not os.path.isdir(root_dir):
             raise BadInput(f"--root {root_dir}: not a directory")
         root = Root(os.path.abspath(root_dir))
-    ctx = ProbeContext(root=root, env=dict(os.environ), timeout=timeout, target_python=python_path)
+    # An image's root carries none of this shell's variables: with --root only PATH (to find
+    # commands) is kept, so the host's LD_LIBRARY_PATH or CUDA_HOME never describe the image.
+    env = dict(os.environ) if root.is_live else {"PATH": os.environ.get("PATH", os.defpath)}
+    ctx = ProbeContext(root=root, env=env, timeout=timeout, target_python=python_path)
     if python_path:
         from envdoctor.probes.pyenv import check_target_python
 
