@@ -57,11 +57,7 @@ def obtain_snapshot(python_path: Optional[str], root_dir: Optional[str], snapsho
     # commands) is kept, so the host's LD_LIBRARY_PATH or CUDA_HOME never describe the image.
     env = dict(os.environ) if root.is_live else {"PATH": os.environ.get("PATH", os.defpath)}
     ctx = ProbeContext(root=root, env=env, timeout=timeout, target_python=python_path)
-    if python_path:
-        from envdoctor.probes.pyenv import check_target_python
-
-        ctx.python_report = check_target_python(python_path, ctx.runner)
-    return run_probes(ctx)
+    return run_probes(ctx)  # a --python that is not Python raises BadInput from its probe
 
 
 def snapshot_dict(snap, redact: bool) -> dict:

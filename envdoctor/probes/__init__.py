@@ -3,7 +3,8 @@
 Probes of one stage run in parallel threads (each fills its own part of the
 snapshot); a later stage may read what an earlier one found (cudnn and loader
 look into the toolkits and the Python environment found before). A probe that
-fails is recorded in `snapshot.probes` with its reason and never stops others.
+fails is recorded in `snapshot.probes` with its reason and never stops others;
+only BadInput (something the user named, like `--python`, is unusable) ends the run.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import List, Sequence, Tuple
 
 from envdoctor import __version__
+from envdoctor.errors import BadInput
 from envdoctor.probes.base import ProbeContext, ProbeFn, ProbeUnknown
 from envdoctor.snapshot import ProbeStatus, Snapshot
 
@@ -42,6 +44,8 @@ def _run_one(name: str, fn: ProbeFn, ctx: ProbeContext, snap: Snapshot) -> Probe
         status = ProbeStatus(name, "ok")
     except ProbeUnknown as exc:
         status = ProbeStatus(name, "unknown", str(exc))
+    except BadInput:
+        raise  # input the user named explicitly (e.g. --python) is unusable: the command fails with exit 2
     except Exception as exc:  # noqa: BLE001 - one failing probe never sinks the report
         status = ProbeStatus(name, "error", f"{type(exc).__name__}: {exc}")
     status.duration_ms = round((time.monotonic() - start) * 1000, 1)

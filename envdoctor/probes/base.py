@@ -8,8 +8,9 @@ never sinks the report.
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from envdoctor.fsroot import Root
 from envdoctor.snapshot import Snapshot
@@ -27,11 +28,35 @@ class ProbeContext:
     timeout: float = DEFAULT_TIMEOUT
     target_python: Optional[str] = None  # --python PATH; None: the active env or this interpreter
     use_nvml: bool = True  # tests turn NVML off to exercise the file and command layers
-    python_report: Optional[dict] = None  # the --python helper's answer when the CLI already checked it
+
+    _memo: dict = field(default_factory=dict, repr=False, compare=False)
+    _memo_lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def runner(self) -> Runner:
         return Runner(env=self.env, timeout=self.timeout)
+
+    def memo(self, key: str, compute: Callable[[], Any]) -> Any:
+        """Compute a value once per probing run (probes of one stage run in threads)."""
+        with self._memo_lock:
+            if key not in self._memo:
+                self._memo[key] = compute()
+            return self._memo[key]
+
+    def ldconfig_p(self):
+        """The live loader cache: the CmdResult of `ldconfig -p` (run once), or None on an image root."""
+        if not self.root.is_live:
+            return None
+
+        def run():
+            res = None
+            for exe in ("ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig"):
+                res = self.runner.run([exe, "-p"], timeout=self.timeout)
+                if res.status != "missing":
+                    break
+            return res
+
+        return self.memo("ldconfig -p", run)
 
 
 ProbeFn = Callable[[ProbeContext, Snapshot], None]

@@ -96,11 +96,7 @@ def _library_candidates(ctx: ProbeContext, snap: Snapshot) -> List[Tuple[str, st
             d = resolve_path(ctx.root, d)
             out += [(p, "env:LD_LIBRARY_PATH") for p in ctx.root.glob(posixpath.join(d, "libcudnn.so*"))]
     if ctx.root.is_live:
-        res = None
-        for exe in ("ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig"):
-            res = ctx.runner.run([exe, "-p"], timeout=ctx.timeout)
-            if res.status != "missing":
-                break
+        res = ctx.ldconfig_p()
         if res is not None and res.ok:
             for entry in parse_ldconfig_p(res.stdout):
                 parts = split_libname(entry.soname)

@@ -164,11 +164,7 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
 
     used_cache = False
     if ctx.root.is_live:
-        res = None
-        for exe in ("ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig"):
-            res = ctx.runner.run([exe, "-p"], timeout=ctx.timeout)
-            if res.status != "missing":
-                break
+        res = ctx.ldconfig_p()
         if res is not None and res.ok:
             entries = parse_ldconfig_p(res.stdout)
             header = res.stdout.splitlines()[0][:200] if res.stdout else ""

@@ -337,7 +337,7 @@ def python_env_from(data: dict, chosen_by: str = "") -> PythonEnv:
 def probe(ctx: ProbeContext, snap: Snapshot) -> None:
     python, explicit, chosen_by = resolve_target(ctx)
     if explicit:
-        data = ctx.python_report if ctx.python_report is not None else check_target_python(python, ctx.runner)
+        data = check_target_python(python, ctx.runner)
     else:
         if not ctx.root.is_live:
             raise ProbeUnknown("the Python environment of an image root is not probed (give --python to name one)")

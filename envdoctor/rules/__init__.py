@@ -7,6 +7,8 @@ from envdoctor.rules.base import REGISTRY, Finding, Rule, rule  # noqa: F401
 
 RULE_MODULES = (
     "summary",
+    "machine",
+    "environment",
 )
 
 for _name in RULE_MODULES:
