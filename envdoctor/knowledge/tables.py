@@ -1,0 +1,548 @@
+"""Typed rows of the curated compatibility matrices (``matrices/*.toml``).
+
+Every row dataclass is frozen and carries ``source`` (where the fact was read, with the date) and
+``verified`` (how it was checked; starts with ``UNVERIFIED`` when it could not be checked) plus
+``origin`` (``file:line`` it was loaded from).  Version comparisons use :mod:`packaging`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+__all__ = [
+    "ArchInfo",
+    "CondaChannel",
+    "CudaRelease",
+    "CudnnRelease",
+    "GpuInfo",
+    "Incompatibility",
+    "JaxPlugin",
+    "JaxRelease",
+    "MvcRange",
+    "TfRelease",
+    "TorchPatch",
+    "TorchRelease",
+    "TorchVariant",
+    "build_runs_on_cc",
+    "normalize_cc",
+    "normalize_os",
+    "parse_version",
+    "series",
+]
+
+PLATFORMS = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64", "macos-x86_64", "wsl2")
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def parse_version(value: object) -> Optional[Version]:
+    """``Version`` of a version-like string (a local label such as ``+cu121`` is kept); None if unparsable."""
+    if value is None:
+        return None
+    if isinstance(value, Version):
+        return value
+    text = str(value).strip()
+    if not text:
+        return None
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def series(value: object) -> Optional[str]:
+    """``"12.4"`` for ``"12.4.1"`` / ``"12.4"`` / ``"2.1.2+cu121"``; None if unparsable."""
+    v = parse_version(value)
+    if v is None:
+        return None
+    rel = v.release + (0,)
+    return f"{rel[0]}.{rel[1]}"
+
+
+_CC_DOTTED = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
+_CC_SM = re.compile(r"^\s*(?:sm|compute|lto)?_?(\d+?)(\d)[af]?\s*$", re.IGNORECASE)
+
+
+def normalize_cc(value: object) -> Optional[str]:
+    """Compute capability as ``"8.6"`` from ``"8.6"``, ``"86"``, ``"sm_86"``, ``"compute_90a"``, ``(8, 6)``."""
+    if value is None:
+        return None
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        try:
+            return f"{int(value[0])}.{int(value[1])}"
+        except (TypeError, ValueError):
+            return None
+    text = str(value).strip()
+    m = _CC_DOTTED.match(text)
+    if m:
+        return f"{int(m.group(1))}.{int(m.group(2))}"
+    m = _CC_SM.match(text)
+    if m and m.group(1):
+        return f"{int(m.group(1))}.{int(m.group(2))}"
+    return None
+
+
+def cc_tuple(value: object) -> Optional[Tuple[int, int]]:
+    cc = normalize_cc(value)
+    if cc is None:
+        return None
+    a, b = cc.split(".")
+    return int(a), int(b)
+
+
+def normalize_os(value: object) -> Optional[str]:
+    """``"linux"`` or ``"windows"`` (WSL uses the Windows driver); None for anything else."""
+    text = str(value or "").strip().lower()
+    if text in ("linux", "linux-x86_64", "linux-aarch64", "posix"):
+        return "linux"
+    if text in ("windows", "win", "win32", "win-amd64", "nt", "wsl", "wsl2"):
+        return "windows"
+    return None
+
+
+_ARCH_ENTRY = re.compile(r"^(sm|compute)_(\d+?)(\d)([af]?)$")
+
+
+def build_runs_on_cc(arch_list: Sequence[str], cc: object) -> Optional[bool]:
+    """Can a binary built for ``arch_list`` (``sm_XY`` cubins, ``compute_XY`` PTX) run on a GPU of ``cc``?
+
+    A cubin ``sm_XY`` runs on X.Z with Z >= Y (same major; not the arch-specific ``a`` variants);
+    PTX ``compute_XY`` is JIT-compiled for any cc >= X.Y.  None when ``cc`` or the list is unusable.
+    """
+    target = cc_tuple(cc)
+    if target is None or not arch_list:
+        return None
+    usable = False
+    for entry in arch_list:
+        m = _ARCH_ENTRY.match(str(entry).strip().lower())
+        if not m:
+            continue
+        usable = True
+        kind, major, minor, suffix = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)
+        if kind == "sm":
+            if suffix == "a":
+                if (major, minor) == target:
+                    return True
+            elif major == target[0] and minor <= target[1]:
+                return True
+        elif (major, minor) <= target:
+            return True
+    return False if usable else None
+
+
+class _Row:
+    """Mixin: every row has ``source`` / ``verified`` / ``origin``."""
+
+    source: str
+    verified: str
+    origin: str
+
+    @property
+    def unverified(self) -> bool:
+        return self.verified.strip().upper().startswith("UNVERIFIED")
+
+
+# --------------------------------------------------------------------------- CUDA / driver
+
+
+@dataclass(frozen=True)
+class CudaRelease(_Row):
+    """One CUDA toolkit release (Table 3 row)."""
+
+    version: str  # "12.4.1" (10.x: build number, "10.1.243")
+    label: str  # "12.4 Update 1"
+    ga: bool  # the X.Y GA row
+    source: str
+    verified: str
+    driver_linux: Optional[str] = None  # minimum toolkit driver, Linux x86_64
+    driver_windows: Optional[str] = None  # minimum toolkit driver, Windows x86_64 (None: N/A or unknown)
+    bundled_driver_linux: Optional[str] = None
+    windows_note: Optional[str] = None
+    note: Optional[str] = None
+    origin: str = ""
+
+    @property
+    def major(self) -> int:
+        return Version(self.version).major
+
+    @property
+    def minor(self) -> int:
+        return Version(self.version).minor
+
+    @property
+    def series(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+    def driver(self, os: str = "linux") -> Optional[str]:
+        which = normalize_os(os)
+        if which == "linux":
+            return self.driver_linux
+        if which == "windows":
+            return self.driver_windows
+        return None
+
+
+@dataclass(frozen=True)
+class MvcRange(_Row):
+    """Minor-version-compatibility floor of a CUDA major family."""
+
+    cuda_major: int
+    min_driver_linux: str
+    source: str
+    verified: str
+    min_driver_windows: Optional[str] = None
+    min_driver_windows_alt: Optional[str] = None
+    min_driver_branch: Optional[int] = None
+    note: Optional[str] = None
+    origin: str = ""
+
+    def floor(self, os: str = "linux") -> Optional[str]:
+        which = normalize_os(os)
+        if which == "linux":
+            return self.min_driver_linux
+        if which == "windows":
+            return self.min_driver_windows
+        return None
+
+
+# --------------------------------------------------------------------------- GPUs
+
+
+@dataclass(frozen=True)
+class ArchInfo(_Row):
+    """A compute capability: architecture name and the CUDA toolkits whose nvcc builds SASS for it."""
+
+    cc: str  # "8.6"
+    sm: str  # "sm_86"
+    name: str  # "Ampere"
+    source: str
+    verified: str
+    chips: List[str] = field(default_factory=list)
+    first_cuda: Optional[str] = None  # None: before the covered range (10.0)
+    last_cuda: Optional[str] = None  # None: still supported
+    deprecated_in: Optional[str] = None
+    renamed_to: Optional[str] = None  # cc this one was renumbered to (10.1 -> 11.0 in CUDA 13.0)
+    renamed_from: Optional[str] = None
+    note: Optional[str] = None
+    origin: str = ""
+
+
+@dataclass(frozen=True)
+class GpuInfo(_Row):
+    """A GPU product name and its compute capability."""
+
+    name: str
+    cc: str
+    source: str
+    verified: str
+    segment: Optional[str] = None
+    aliases: List[str] = field(default_factory=list)
+    note: Optional[str] = None
+    origin: str = ""
+
+
+# --------------------------------------------------------------------------- PyTorch
+
+
+@dataclass(frozen=True)
+class TorchPatch(_Row):
+    """One torch patch release: companions and per-patch pins."""
+
+    version: str  # "2.5.1"
+    source: str
+    verified: str
+    torchvision: Optional[str] = None
+    torchvision_requires: Optional[str] = None  # torch requirement in torchvision's metadata
+    torchaudio: Optional[str] = None
+    torchaudio_requires: Optional[str] = None
+    triton: Optional[str] = None  # specifier in torch's Requires-Dist ("==3.1.0", "~=3.8.0")
+    requires_python: Optional[str] = None
+    python: Optional[str] = None  # overrides the release's python when set
+    pypi_wheel: Optional[str] = None
+    note: Optional[str] = None
+    origin: str = ""
+
+
+@dataclass(frozen=True)
+class TorchVariant(_Row):
+    """One published build flavour of a torch release (cpu, cuXYZ, rocmX.Y)."""
+
+    torch: str  # release series "2.5"
+    name: str  # "cu124" | "cpu" | "rocm6.2"
+    kind: str  # "cuda" | "cpu" | "rocm"
+    source: str
+    verified: str
+    status: Optional[str] = None
+    index_url: Optional[str] = None
+    local_label: Optional[str] = None  # "+cu124" on the download index (PyPI's copy has no label)
+    pypi_default: bool = False  # the plain PyPI linux-x86_64 wheel is this build
+    platforms: List[str] = field(default_factory=list)
+    cuda: Optional[str] = None  # "12.4"
+    cuda_toolkit: Optional[str] = None  # "12.6.3" when known
+    rocm: Optional[str] = None
+    cudnn: Optional[str] = None  # "9.1.0.70"
+    arch_list: List[str] = field(default_factory=list)  # linux-x86_64, ["sm_50", ...]
+    ptx: Optional[bool] = None  # PTX of the last arch embedded; None = unknown / disputed
+    arch_list_aarch64: List[str] = field(default_factory=list)
+    arch_source: Optional[str] = None
+    arch_verified: Optional[str] = None
+    nvidia_pins: Dict[str, str] = field(default_factory=dict)  # PyPI Requires-Dist pins (default build)
+    cuda_toolkit_extras: List[str] = field(default_factory=list)
+    platforms_note: Optional[str] = None
+    note: Optional[str] = None
+    origin: str = ""
+
+    @property
+    def cuda_major(self) -> Optional[int]:
+        v = parse_version(self.cuda)
+        return v.major if v is not None else None
+
+    @property
+    def arch_unverified(self) -> bool:
+        return bool(self.arch_verified) and str(self.arch_verified).strip().upper().startswith("UNVERIFIED")
+
+    def compiled_archs(self) -> List[str]:
+        """arch_list plus ``compute_XY`` for the last arch when PTX is known to be embedded."""
+        out = list(self.arch_list)
+        if self.ptx and self.arch_list:
+            out.append("compute_" + self.arch_list[-1].split("_", 1)[1])
+        return out
+
+    def runs_on_cc(self, cc: object) -> Optional[bool]:
+        """Does this build have kernels for ``cc`` (SASS, or PTX when known)?  None when unknown."""
+        if self.kind != "cuda":
+            return None
+        result = build_runs_on_cc(self.compiled_archs(), cc)
+        if result is False and self.ptx is None and self.arch_list:
+            # The last arch's PTX may be embedded (disputed): newer GPUs might still JIT.
+            last = cc_tuple(self.arch_list[-1])
+            target = cc_tuple(cc)
+            if last is not None and target is not None and target > last:
+                return None
+        return result
+
+
+@dataclass(frozen=True)
+class TorchRelease(_Row):
+    """A torch release series ("2.5") with its patches and variants."""
+
+    version: str  # "2.5"
+    source: str
+    verified: str
+    patches: List[str] = field(default_factory=list)
+    released: Optional[str] = None
+    requires_python: Optional[str] = None  # metadata
+    python: Optional[str] = None  # specifier of CPython versions with wheels
+    python_note: Optional[str] = None
+    pypi_default: Dict[str, str] = field(default_factory=dict)  # platform -> variant name
+    pypi_default_note: Optional[str] = None
+    patch_rows: List[TorchPatch] = field(default_factory=list)
+    variants: List[TorchVariant] = field(default_factory=list)
+    note: Optional[str] = None
+    origin: str = ""
+
+    def variant(self, name: str) -> Optional[TorchVariant]:
+        key = str(name or "").strip().lower().lstrip("+")
+        for v in self.variants:
+            if v.name == key:
+                return v
+        return None
+
+    def patch(self, version: str) -> Optional[TorchPatch]:
+        v = parse_version(version)
+        if v is None:
+            return None
+        base = Version(v.base_version)
+        for p in self.patch_rows:
+            if Version(p.version) == base:
+                return p
+        return None
+
+    def has_patch(self, version: str) -> bool:
+        v = parse_version(version)
+        if v is None:
+            return False
+        base = Version(v.base_version)
+        return any(Version(p) == base for p in self.patches)
+
+    def default_variant(self, platform: str = "linux-x86_64") -> Optional[TorchVariant]:
+        name = self.pypi_default.get(platform)
+        return self.variant(name) if name else None
+
+    def python_spec(self, patch: Optional[str] = None) -> Optional[SpecifierSet]:
+        text = self.python
+        if patch:
+            p = self.patch(patch)
+            if p is not None and p.python:
+                text = p.python
+        try:
+            return SpecifierSet(text) if text else None
+        except InvalidSpecifier:
+            return None
+
+    @property
+    def newest_patch(self) -> Optional[str]:
+        if not self.patches:
+            return None
+        return str(max(Version(p) for p in self.patches))
+
+
+@dataclass(frozen=True)
+class CondaChannel(_Row):
+    channel: str
+    source: str
+    verified: str
+    first: Optional[str] = None
+    last: Optional[str] = None
+    note: Optional[str] = None
+    origin: str = ""
+
+
+# --------------------------------------------------------------------------- TensorFlow
+
+
+@dataclass(frozen=True)
+class TfRelease(_Row):
+    """A TensorFlow release series with its tested build configuration."""
+
+    version: str  # "2.15"
+    tested: str  # "2.15.0"
+    python: str  # ">=3.9,<3.12"
+    cuda: str  # "12.2"
+    cudnn: str  # "8.9"
+    source: str
+    verified: str
+    python_tested: Optional[str] = None
+    requires_python: Optional[str] = None
+    and_cuda: Dict[str, str] = field(default_factory=dict)  # tensorflow[and-cuda] pins (2.14+)
+    gpu_platforms: List[str] = field(default_factory=list)
+    compute_capabilities: List[str] = field(default_factory=list)  # [] = unknown
+    cc_verified: Optional[str] = None
+    compiler: Optional[str] = None
+    build_tool: Optional[str] = None
+    note: Optional[str] = None
+    origin: str = ""
+
+    def gpu_on(self, platform: str) -> bool:
+        return platform in self.gpu_platforms
+
+    @property
+    def cudnn_pin(self) -> Optional[str]:
+        for name, spec in self.and_cuda.items():
+            if name.startswith("nvidia-cudnn"):
+                return spec
+        return None
+
+    def runs_on_cc(self, cc: object) -> Optional[bool]:
+        return build_runs_on_cc(self.compute_capabilities, cc) if self.compute_capabilities else None
+
+
+# --------------------------------------------------------------------------- JAX
+
+
+@dataclass(frozen=True)
+class JaxPlugin(_Row):
+    """The CUDA plugin a jax release installs via its ``cudaNN`` extra."""
+
+    jax: str
+    name: str  # "cuda12" | "cuda13"
+    package: str  # "jax-cuda12-plugin"
+    pin: str  # specifier jax's extra puts on the plugin
+    cuda_major: int
+    cudnn: str  # nvidia-cudnn requirement of the plugin's with-cuda extra
+    cudnn_min: str
+    driver_min: str
+    cc_min: str
+    source: str
+    verified: str
+    pjrt: Optional[str] = None
+    cuda_runtime: Optional[str] = None
+    note: Optional[str] = None
+    origin: str = ""
+
+
+@dataclass(frozen=True)
+class JaxRelease(_Row):
+    version: str  # "0.4.30"
+    jaxlib: str  # specifier on jaxlib
+    source: str
+    verified: str
+    requires_python: Optional[str] = None
+    cuda_extra: Optional[str] = None  # what jax[cuda] installs ("cuda12")
+    plugins: Dict[str, JaxPlugin] = field(default_factory=dict)
+    note: Optional[str] = None
+    origin: str = ""
+
+    def jaxlib_ok(self, jaxlib_version: str) -> Optional[bool]:
+        v = parse_version(jaxlib_version)
+        if v is None:
+            return None
+        try:
+            return SpecifierSet(self.jaxlib).contains(Version(v.public), prereleases=True)
+        except InvalidSpecifier:
+            return None
+
+
+# --------------------------------------------------------------------------- cuDNN
+
+
+@dataclass(frozen=True)
+class CudnnRelease(_Row):
+    versions: str  # PEP 440 specifier covered by this row
+    label: str
+    cuda_majors: List[int]
+    cc_min: str
+    header: str
+    version_multiplier: int  # CUDNN_VERSION = MAJOR*multiplier + MINOR*100 + PATCHLEVEL
+    source: str
+    verified: str
+    cc_min_by_cuda: Dict[str, str] = field(default_factory=dict)
+    driver_min_linux: Dict[str, str] = field(default_factory=dict)  # CUDA major -> driver
+    driver_min_windows: Dict[str, str] = field(default_factory=dict)
+    note: Optional[str] = None
+    origin: str = ""
+
+    def contains(self, version: object) -> bool:
+        v = parse_version(version)
+        if v is None:
+            return False
+        return SpecifierSet(self.versions).contains(Version(v.public), prereleases=True)
+
+    def min_cc(self, cuda_major: Optional[int] = None) -> str:
+        if cuda_major is not None and str(cuda_major) in self.cc_min_by_cuda:
+            return self.cc_min_by_cuda[str(cuda_major)]
+        return self.cc_min
+
+    def driver_min(self, cuda_major: int, os: str = "linux") -> Optional[str]:
+        which = normalize_os(os)
+        table = self.driver_min_linux if which == "linux" else self.driver_min_windows if which == "windows" else {}
+        return table.get(str(cuda_major))
+
+    def version_macro(self, version: str) -> Optional[int]:
+        v = parse_version(version)
+        if v is None:
+            return None
+        rel = v.release + (0, 0)
+        return rel[0] * self.version_multiplier + rel[1] * 100 + rel[2]
+
+
+# --------------------------------------------------------------------------- other facts
+
+
+@dataclass(frozen=True)
+class Incompatibility(_Row):
+    key: str
+    value: str
+    summary: str
+    source: str
+    verified: str
+    applies_to: List[str] = field(default_factory=list)
+    message: Optional[str] = None
+    note: Optional[str] = None
+    origin: str = ""
