@@ -115,12 +115,25 @@ def explain(rule_id):
     raise BadInput(f"unknown rule {rule_id!r} (see `envdoctor rules`)")
 
 
+# Commands that live with their own concern: (module, click command attribute).
+COMMAND_MODULES = (
+    ("envdoctor.knowledge.cli", "matrices"),
+    ("envdoctor.lock.cli", "lock"),
+    ("envdoctor.smoke.cli", "smoke"),
+)
+
+
 def register(cli: click.Group) -> None:
+    import importlib
+
     cli.add_command(check)
     cli.add_command(rules_cmd)
     cli.add_command(explain)
-    try:
-        from envdoctor.knowledge.cli import matrices
-    except ImportError:
-        return
-    cli.add_command(matrices)
+    for module, attr in COMMAND_MODULES:
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name and module.startswith(exc.name):
+                continue  # that concern is not built yet
+            raise
+        cli.add_command(getattr(mod, attr))
