@@ -12,19 +12,7 @@ from envdoctor.probes import cudnn, loader, toolkits
 from envdoctor.probes.base import ProbeContext
 from envdoctor.snapshot import Snapshot, Toolkit
 
-FIX = Path(__file__).parent / "fixtures"
-
-
-def write(path: Path, text: str = "") -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
-
-
-def make_exe(path: Path, body: str) -> Path:
-    write(path, "#!/bin/sh\n" + body + "\n")
-    path.chmod(0o755)
-    return path
+from tests.fakes import FIX, make_exe, write  # noqa: F401
 
 
 def fake_lib(d: Path, real: str, *links: str) -> Path:
