@@ -9,6 +9,9 @@ RULE_MODULES = (
     "summary",
     "machine",
     "environment",
+    "cuda_driver",
+    "arch",
+    "python_data",
 )
 
 for _name in RULE_MODULES:

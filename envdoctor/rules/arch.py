@@ -1,0 +1,368 @@
+"""ED200-ED249: each GPU's compute capability against the GPU archs a framework build was compiled for.
+
+Binary compatibility (NVIDIA's architecture compatibility guides): a cubin for sm_XY runs on a GPU of
+compute capability X.Z with Z >= Y (same major; the arch-specific sm_XYa only on X.Y itself); PTX for
+compute_XY is JIT-compiled by the driver for any GPU of capability >= X.Y; nothing runs on an older
+major. Where a GPU gets no kernel image the framework fails with "no kernel image is available for
+execution on the device" (torch also warns "... with CUDA capability sm_120 is not compatible with the
+current PyTorch installation").
+
+JIT across a major generation works for plain CUDA code but is slow to start (TensorFlow warns that
+"CUDA kernels will be jit-compiled from PTX, which could take 30 minutes or longer"), and XLA-based
+frameworks also generate code for the GPU at run time with their own CUDA: when that CUDA predates the
+GPU's architecture (TensorFlow 2.16-2.20, CUDA 12.3/12.5, on Blackwell sm_120, which needs CUDA 12.8)
+XLA aborts ("LLVM ERROR: PTX version 8.5 does not support target 'sm_120'"). See
+https://github.com/tensorflow/tensorflow/issues/111958 and /101746.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+from packaging.version import Version
+
+from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.rules.context import parse_version
+from envdoctor.rules.cuda_driver import (
+    CudaBuild,
+    build_arch,
+    cuda_builds,
+    driver_facts,
+    driver_runs,
+    gpu_label,
+    jax_choice,
+    jax_command,
+    kernel_for,
+    matrices,
+    newest_arch,
+    row_source,
+    tf_choice,
+    tf_command,
+    torch_choice,
+    variant_serves_cc,
+    visible_gpus,
+    xy,
+)
+
+XLA_FAMILIES = ("tensorflow", "jax")
+
+
+def _cc_groups(ctx, gpus) -> Dict[str, list]:
+    groups: Dict[str, list] = {}
+    for g in gpus:
+        cc = ctx.gpu_cc(g)
+        if cc:
+            groups.setdefault(cc, []).append(g)
+    return groups
+
+
+def _gpu_evidence(ctx, gpus) -> List[EvidenceItem]:
+    out = []
+    for g in gpus:
+        cc = ctx.gpu_cc(g)
+        src = g.source or "probe:nvidia"
+        if not g.compute_capability and cc:
+            src = "matrices:gpus (GPU name)"
+        out.append(EvidenceItem(f"GPU {g.index}", f"{g.name} (compute capability {cc})", src))
+    return out
+
+
+def _arch_name(m, cc: str) -> str:
+    info = m.arch(cc) if m is not None else None
+    return f"{info.name} " if info is not None and info.name else ""
+
+
+def _sm(cc: str) -> str:
+    a, b = cc.split(".")
+    return f"sm_{a}{b}"
+
+
+def _gpus_text(ctx, gpus) -> str:
+    if len(gpus) == 1:
+        return gpu_label(gpus[0], ctx.gpu_cc(gpus[0]))
+    idx = ", ".join(str(g.index) for g in gpus)
+    return f"GPUs {idx} {gpus[0].name} (compute capability {ctx.gpu_cc(gpus[0])})"
+
+
+def analyse(ctx, build: CudaBuild, cc: str) -> Tuple[str, Optional[str], Optional[object]]:
+    """(verdict, detail, arch info) of a torch/TF build on a GPU of `cc`:
+    ok | none | ptx-major | ptx-major-xla-dead | unknown."""
+    info = build_arch(ctx, build)
+    if info is None:
+        return ("unknown", None, None)
+    kind, name = kernel_for(info.arch_list, cc)
+    if kind == "unknown":
+        return ("unknown", None, info)
+    if kind == "none":
+        newest = newest_arch(info.arch_list)
+        target = tuple(int(x) for x in cc.split("."))
+        if info.ptx_unknown and newest is not None and target > newest:
+            return ("unknown", None, info)  # the last arch's PTX may be embedded: cannot tell
+        return ("none", None, info)
+    if kind == "ptx-major":
+        m = matrices(ctx)
+        if build.family in XLA_FAMILIES and m is not None and build.has_minor:
+            if m.cuda_supports_cc(build.cuda, cc) is False:
+                return ("ptx-major-xla-dead", name, info)
+        return ("ptx-major", name, info)
+    return ("ok", name, info)
+
+
+def _torch_fix(ctx, build: CudaBuild, all_ccs: List[str], cc: str) -> Tuple[List[str], List[EvidenceItem], str]:
+    m = matrices(ctx)
+    df = driver_facts(ctx)
+
+    def arch_ok(var) -> bool:
+        return all(variant_serves_cc(m, var, c) for c in all_ccs)
+
+    def runnable(var) -> bool:
+        return df is None or driver_runs(ctx, df, var.cuda) is not False
+
+    ch = torch_choice(ctx, build.fw, lambda v: arch_ok(v) and runnable(v))
+    needs_driver = False
+    if ch is None:
+        ch = torch_choice(ctx, build.fw, arch_ok)
+        needs_driver = ch is not None and df is not None
+    if ch is None:
+        newest = m.newest_known("torch") if m is not None else None
+        return ([f"No torch release in envdoctor's data (through {newest}) publishes kernels for "
+                 f"compute capability {cc}; build torch from source with TORCH_CUDA_ARCH_LIST=\"{cc}\"."],
+                [], f" No published torch wheel in the data has {_sm(cc)} kernels.")
+    fixes = []
+    note = ""
+    installed = parse_version(build.fw.version)
+    if installed is not None and Version(ch.patch) < Version(installed.base_version) and \
+            Version(ch.release.version) != Version(f"{installed.major}.{installed.minor}"):
+        note = (f" No newer torch release publishes a wheel with kernels for {_sm(cc)}; "
+                f"the newest that does is torch {ch.patch} {ch.variant.name}.")
+    fixes.append(f"Install {ch.label()}, whose kernels cover {', '.join(_sm(c) for c in all_ccs)}:")
+    fixes.append(ch.command())
+    if needs_driver and m is not None:
+        floor = m.mvc_floor(ch.variant.cuda_major or 0, df.os) if ch.variant.cuda_major else None
+        if floor:
+            fixes.append(f"(CUDA {ch.variant.cuda} builds need NVIDIA driver >= {floor}.)")
+    ev = [EvidenceItem(f"torch {ch.release.version} {ch.variant.name} arch list", " ".join(ch.variant.compiled_archs()),
+                       ch.variant.arch_source or row_source(m, ch.variant))]
+    return fixes, ev, note
+
+
+def _tf_fix(ctx, all_ccs: List[str], cc: str) -> Tuple[List[str], List[EvidenceItem]]:
+    m = matrices(ctx)
+
+    def fits(rel) -> bool:
+        if not rel.compute_capabilities:
+            return False
+        for c in all_ccs:
+            kind, _ = kernel_for(rel.compute_capabilities, c)
+            if kind not in ("sass", "ptx"):
+                return False
+        return True
+
+    rel = tf_choice(ctx, fits)
+    if rel is None:
+        newest = m.newest_known("tensorflow") if m is not None else None
+        return ([f"No TensorFlow release in envdoctor's data (through {newest}) is known to ship kernels for "
+                 f"compute capability {cc}; run TensorFlow on the CPU or another GPU, or build it from source "
+                 f"with TF_CUDA_COMPUTE_CAPABILITIES={cc}."], [])
+    return ([f"Install TensorFlow {rel.tested}, compiled for {' '.join(rel.compute_capabilities)}:", tf_command(rel)],
+            [EvidenceItem(f"tensorflow {rel.version} compute capabilities", " ".join(rel.compute_capabilities),
+                          row_source(m, rel))])
+
+
+@rule(
+    id="ED200",
+    name="gpu-arch-not-in-build",
+    title="A GPU's compute capability is not in a framework build's arch list",
+    severity="error",
+    area="gpu",
+    rationale="""
+Framework wheels contain GPU code compiled for a fixed list of architectures. A cubin for sm_XY runs
+only on GPUs of the same major with an equal or newer minor (sm_80 runs on an RTX 3090's 8.6, not the
+other way round); PTX for compute_XY can be JIT-compiled by the driver for any newer GPU. A GPU that
+gets neither fails at the first kernel with "no kernel image is available for execution on the device":
+an RTX 5090 (sm_120) under a cu124/cu126 torch, a GTX 1080 (sm_61) under torch 2.7+ cu128, a Tesla K80
+(sm_37) under CUDA 12 builds. Each GPU of a mixed machine is checked separately. Reaching a newer major
+only through PTX JIT is a warning (slow first start); for XLA-based frameworks whose own CUDA predates
+the GPU's architecture it fails outright (TensorFlow 2.16-2.20 on Blackwell).
+""",
+    example="""
+RTX 5090 (12.0) with torch 2.6.0+cu124 (sm_50 ... sm_90, no PTX): `ED200 error`;
+fix: `pip install torch==2.10.0 --index-url https://download.pytorch.org/whl/cu128` (has sm_120).
+""",
+    references=[
+        "https://docs.nvidia.com/cuda/blackwell-compatibility-guide",
+        "https://github.com/pytorch/pytorch/issues/150733",
+        "https://github.com/pytorch/pytorch/issues/45130",
+        "https://github.com/turboderp-org/exllamav2/issues/786",
+        "https://github.com/bnsreenu/digitalsreeni-image-annotator/issues/57",
+        "https://github.com/tensorflow/tensorflow/issues/111958",
+        "https://github.com/pytorch/pytorch/issues/172352",
+    ],
+)
+def gpu_arch_not_in_build(ctx, r):
+    vis = visible_gpus(ctx)
+    if not vis.gpus or not ctx.has_nvidia_gpu:
+        return []
+    m = matrices(ctx)
+    groups = _cc_groups(ctx, vis.gpus)
+    all_ccs = sorted(groups, key=lambda c: tuple(int(x) for x in c.split(".")))
+    out = []
+    for b in cuda_builds(ctx):
+        if b.family == "jax":
+            out.extend(_jax_findings(ctx, r, b, groups, vis))
+            continue
+        if b.family not in ("torch", "tensorflow"):
+            continue
+        for cc, gpus in groups.items():
+            verdict, ptx, info = analyse(ctx, b, cc)
+            if verdict in ("ok", "unknown"):
+                continue
+            archs = " ".join(info.arch_list)
+            ev = _gpu_evidence(ctx, gpus) + [EvidenceItem(f"{b.label} compiled archs", archs, info.source)]
+            ev.extend(info.rows)
+            ev.extend(vis.evidence)
+            arch = _arch_name(m, cc)
+            if verdict == "none":
+                msg = (f"{_gpus_text(ctx, gpus)} cannot run {b.label}: it is compiled for {archs}, with no "
+                       f"{arch}{_sm(cc)}-compatible cubin or PTX (\"no kernel image is available for execution on "
+                       f"the device\").")
+                severity = "error"
+            elif verdict == "ptx-major-xla-dead":
+                msg = (f"{_gpus_text(ctx, gpus)} cannot run {b.label}: it is compiled for {archs}, so the "
+                       f"{arch}GPU would need JIT from {ptx}, and the build's CUDA {xy(b.cuda)} predates "
+                       f"{_sm(cc)}, so XLA cannot generate code for it.")
+                severity = "error"
+            else:
+                msg = (f"{_gpus_text(ctx, gpus)} has no native kernels in {b.label} (compiled for {archs}): every "
+                       f"kernel is JIT-compiled from {ptx} PTX on first use, which can take many minutes "
+                       f"and may miss newer-architecture kernels in the bundled libraries.")
+                severity = "warning"
+            if info.presumed and severity == "error" and m is not None and \
+                    m.cuda_supports_cc(b.cuda, cc) is not False:
+                # a presumed list is trusted for an error only where the build's CUDA cannot even target the GPU
+                severity = "warning"
+                msg += " (This arch list is presumed by envdoctor's data, not read from the build.)"
+            if not vis.certain:
+                severity = "warning"
+                msg += f" ({vis.note} may hide this GPU.)"
+            if b.family == "torch":
+                fixes, fev, note = _torch_fix(ctx, b, all_ccs, cc)
+                msg += note
+            else:
+                fixes, fev = _tf_fix(ctx, all_ccs, cc)
+            ev.extend(fev)
+            subject = f"{b.label} on GPU {','.join(str(g.index) for g in gpus)}"
+            out.append(r.finding(msg, severity=severity, evidence=ev, fix=fixes, subject=subject,
+                                 area="gpu"))
+    return out
+
+
+def _jax_findings(ctx, r, b: CudaBuild, groups, vis) -> list:
+    """JAX CUDA plugins state a minimum compute capability (JAX compiles the rest itself with XLA)."""
+    m = matrices(ctx)
+    if m is None:
+        return []
+    jv = ctx.framework("jax")
+    rel = m.jax_release(jv.version) if jv is not None else None
+    if rel is None:
+        rel = m.jax_release(b.fw.version)
+    if rel is None:
+        return []
+    plugin = rel.plugins.get(f"cuda{b.major}")
+    if plugin is None or not plugin.cc_min:
+        return []
+    out = []
+    for cc, gpus in groups.items():
+        if Version(cc) >= Version(plugin.cc_min):
+            continue
+        ev = _gpu_evidence(ctx, gpus) + [
+            EvidenceItem(f"{b.label} (CUDA {b.major})", b.fw.version, b.cuda_source),
+            EvidenceItem(f"jax {rel.version} {plugin.name} minimum compute capability", plugin.cc_min,
+                         row_source(m, plugin)),
+        ]
+        msg = (f"{_gpus_text(ctx, gpus)} is below the minimum compute capability {plugin.cc_min} of "
+               f"{b.label}: JAX cannot use this GPU with it.")
+        ccs = list(groups)
+
+        def fits(rr, pp) -> bool:
+            return all(Version(c) >= Version(pp.cc_min) for c in ccs if pp.cc_min)
+
+        ch = jax_choice(ctx, fits, jv.version if jv is not None else None)
+        fixes = []
+        if ch is not None:
+            rr, pp = ch
+            fixes.append(f"Install jax {rr.version} with its CUDA {pp.cuda_major} plugin ({pp.package}, "
+                         f"compute capability >= {pp.cc_min}):")
+            if b.fw.distribution and b.fw.distribution != pp.package:
+                fixes.append(f"$ pip uninstall -y {b.fw.distribution}")
+            fixes.append(jax_command(rr, pp))
+            ev.append(EvidenceItem(f"jax {rr.version} {pp.name} minimum compute capability", pp.cc_min,
+                                   row_source(m, pp)))
+        else:
+            fixes.append(f"No JAX CUDA plugin in envdoctor's data supports compute capability {cc}; "
+                         f"remove the plugin to run JAX on the CPU:")
+            fixes.append(f"$ pip uninstall -y {b.fw.distribution or b.fw.name}")
+        severity = "error" if vis.certain else "warning"
+        out.append(r.finding(msg, severity=severity, evidence=ev, fix=fixes,
+                             subject=f"{b.label} on GPU {','.join(str(g.index) for g in gpus)}"))
+    return out
+
+
+@rule(
+    id="ED210",
+    name="triton-gpu-too-old",
+    title="torch.compile / Triton cannot use a GPU below its minimum compute capability",
+    severity="warning",
+    area="torch",
+    rationale="""
+torch.compile's default backend (inductor) generates GPU kernels with Triton, and Triton supports only
+GPUs of compute capability 7.0 (Volta) and newer. On a Pascal or Maxwell GPU plain (eager) torch works,
+but the first torch.compile'd function fails with "Found NVIDIA GeForce GTX 1080 which is too old to be
+supported by the triton GPU compiler ...". Libraries that call torch.compile by default (nnU-Net, nanoGPT,
+vLLM) then crash. The minimum comes from envdoctor's data (incompatibility "triton-min-cc").
+""",
+    example="GTX 1080 (6.1) with torch 2.4.1+cu121: `ED210 warning`; fix: `export TORCH_COMPILE_DISABLE=1`.",
+    references=[
+        "https://github.com/pytorch/pytorch/issues/93801",
+        "https://github.com/pytorch/pytorch/issues/93528",
+        "https://github.com/karpathy/nanoGPT/issues/157",
+        "https://github.com/MIC-DKFZ/nnUNet/issues/2188",
+    ],
+)
+def triton_gpu_too_old(ctx, r):
+    m = matrices(ctx)
+    if m is None or not ctx.has_nvidia_gpu:
+        return []
+    fact = m.incompatibility("triton-min-cc")
+    if fact is None or parse_version(fact.value) is None:
+        return []
+    build = next((b for b in cuda_builds(ctx) if b.family == "torch"), None)
+    if build is None:
+        return []
+    tv = parse_version(build.fw.version)
+    if tv is None or tv.major < 2:  # torch.compile arrived in 2.0
+        return []
+    vis = visible_gpus(ctx)
+    groups = _cc_groups(ctx, vis.gpus)
+    out = []
+    for cc, gpus in groups.items():
+        if Version(cc) >= Version(fact.value):
+            continue
+        verdict, _, _ = analyse(ctx, build, cc)
+        if verdict in ("none", "ptx-major-xla-dead"):
+            continue  # torch itself cannot run there: ED200 says so
+        ev = _gpu_evidence(ctx, gpus) + [
+            EvidenceItem(f"{build.label} built for CUDA", build.cuda, build.cuda_source),
+            EvidenceItem("Triton minimum compute capability", fact.value, row_source(m, fact)),
+        ]
+        triton = ctx.snap.python.packages.get("triton")
+        if triton:
+            ev.append(EvidenceItem("triton installed", triton, "python:packages"))
+        msg = (f"{_gpus_text(ctx, gpus)} is below compute capability {fact.value}, the minimum of Triton: "
+               f"{build.label} runs there, but torch.compile (inductor) fails with \"... too old to be supported "
+               f"by the triton GPU compiler\".")
+        fixes = ["Run without torch.compile on this GPU (or let code that calls it fall back to eager mode):",
+                 "$ export TORCH_COMPILE_DISABLE=1"]
+        severity = "warning" if vis.certain else "info"
+        out.append(r.finding(msg, severity=severity, evidence=ev, fix=fixes, cause=f"triton-cc-{cc}",
+                             subject=f"{build.label} on GPU {','.join(str(g.index) for g in gpus)}"))
+    return out
