@@ -7,6 +7,9 @@ from envdoctor.rules.base import REGISTRY, Finding, Rule, rule  # noqa: F401
 
 RULE_MODULES = (
     "summary",
+    "cudnn_pins",
+    "builds",
+    "versions",
     "machine",
     "environment",
     "cuda_driver",
