@@ -1,0 +1,89 @@
+"""The whole doctor on healthy machines: every torch release's real PyPI build with exactly the nvidia-* wheels
+its metadata pins, on a GPU and driver it supports, gets no error and no warning from ANY rule.
+
+The pins are the real Requires-Dist lines of each release (tests/fixtures/evidence), so this asserts the rules
+generalise over 2022-2026 releases instead of fitting the handful of versions in the per-rule tests.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from envdoctor.knowledge import load_matrices
+from envdoctor.rules.context import Context
+from envdoctor.rules.engine import run_rules
+from tests.snapfactory import machine, torch
+
+EVIDENCE = Path(__file__).resolve().parent.parent / "fixtures" / "evidence" / "pypi_torch_requires_dist.txt"
+M = load_matrices()
+
+
+def _releases():
+    """{version: (requires_python, [Requires-Dist lines])} from the recorded metadata."""
+    out, cur = {}, None
+    for line in EVIDENCE.read_text().splitlines():
+        m = re.match(r"== torch (\S+)\s+wheel=\S+\s+requires_python=(\S+)", line)
+        if m:
+            cur = m.group(1)
+            out[cur] = (m.group(2), [])
+        elif cur and line.startswith("    ") and line.strip():
+            out[cur][1].append(line.strip())
+    return out
+
+
+RELEASES = _releases()
+
+
+def _installed_from_pins(lines):
+    """Exactly what pip installs for these pins (== pins only; extras of cuda-toolkit name the version too)."""
+    pk = {}
+    cuda = None
+    for line in lines:
+        req = Requirement(line)
+        pins = [s.version for s in req.specifier if s.operator == "=="]
+        if not pins:
+            continue
+        pk[req.name] = pins[0]
+        if req.name.startswith("nvidia-cuda-runtime") or req.name == "cuda-toolkit":
+            cuda = ".".join(pins[0].split(".")[:2])
+    return pk, cuda
+
+
+def _python_for(version):
+    """A Python every release from 2.1 on has wheels for (3.11), else 3.10 (1.13.0 and 2.0 have no cp311)."""
+    return "3.11.9" if Version(version) >= Version("2.1") else "3.10.12"
+
+
+@pytest.mark.parametrize("version", sorted(RELEASES))
+def test_pypi_default_build_with_its_own_pins_is_healthy(version):
+    requires_python, lines = RELEASES[version]
+    packages, cuda = _installed_from_pins(lines)
+    assert cuda, f"no CUDA runtime pin recorded for torch {version}"
+    fw = torch(version, cuda=cuda, requires=lines)
+    fw.requires_python = requires_python
+    snap = machine(driver="580.95.05", driver_cuda="13.0", gpus=["NVIDIA A100-SXM4-80GB:8.0"], frameworks=[fw],
+                   packages=packages, python=_python_for(version))
+    bad = [(f.id, f.severity, f.message) for f in run_rules(Context(snap, M)) if f.severity in ("error", "warning")]
+    assert not bad, bad
+
+
+def test_the_evidence_covers_the_range():
+    assert {"1.13.0", "2.0.0", "2.4.1", "2.11.0", "2.15.0"} <= set(RELEASES)
+
+
+@pytest.mark.parametrize("version", [v for v in sorted(RELEASES) if Version(v) >= Version("2.1")])
+def test_the_same_builds_on_a_driver_below_their_floor_are_errors(version):
+    """The counterpart that keeps the test above honest: the identical environment on a 470 driver
+    (CUDA <= 11.4) cannot run any CUDA 12/13 build."""
+    requires_python, lines = RELEASES[version]
+    packages, cuda = _installed_from_pins(lines)
+    fw = torch(version, cuda=cuda, requires=lines)
+    snap = machine(driver="470.256.02", driver_cuda="11.4", gpus=["NVIDIA A100-SXM4-80GB:8.0"], frameworks=[fw],
+                   packages=packages, python=_python_for(version))
+    errors = [f for f in run_rules(Context(snap, M)) if f.severity == "error"]
+    assert [f.id for f in errors] == ["ED100"], [(f.id, f.message) for f in errors]
+    assert "470.256.02" in errors[0].message and version in errors[0].message
