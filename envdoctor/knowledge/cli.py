@@ -1,0 +1,211 @@
+"""``envdoctor matrices list | show | verify | refresh``: the compatibility data, inspected and kept current.
+
+Exit codes: 0 fine; 1 ``verify`` found a disagreement (with ``--strict`` also a release the index lacks);
+2 bad usage, no index configured, index unreachable / broken, cache not writable.
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import click
+
+from envdoctor.errors import BadInput
+
+TABLE_NAMES = ("cuda_driver", "gpus", "pytorch", "tensorflow", "jax", "cudnn", "incompatibilities")
+_NESTED = ("patch_rows", "variants", "plugins")
+
+
+def _load(cache_dir: Optional[str]):
+    from envdoctor.knowledge import load_matrices
+
+    return load_matrices(cache_dir=Path(cache_dir) if cache_dir else None)
+
+
+def table_rows(m, table: str) -> Dict[str, List[Any]]:
+    """The typed rows of one table, by kind (``[[release]]``, ``[[variant]]`` ...)."""
+    if table == "cuda_driver":
+        return {"release": list(m.cuda_releases), "mvc": [m.mvc[k] for k in sorted(m.mvc)]}
+    if table == "gpus":
+        return {"arch": list(m.archs.values()), "gpu": list(m.gpus)}
+    if table == "pytorch":
+        return {"release": list(m.pytorch_releases),
+                "patch": [p for r in m.pytorch_releases for p in r.patch_rows],
+                "variant": [v for r in m.pytorch_releases for v in r.variants],
+                "conda": list(m.conda)}
+    if table == "tensorflow":
+        return {"release": list(m.tensorflow_releases)}
+    if table == "jax":
+        return {"release": list(m.jax_releases), "plugin": [p for r in m.jax_releases for p in r.plugins.values()]}
+    if table == "cudnn":
+        return {"release": list(m.cudnn_releases)}
+    if table == "incompatibilities":
+        return {"fact": list(m.incompatibilities)}
+    raise BadInput(f"unknown table {table!r}; tables: {', '.join(TABLE_NAMES)}")
+
+
+def row_dict(kind: str, row: Any) -> Dict[str, Any]:
+    data = {"kind": kind}
+    for f in dataclasses.fields(row):
+        if f.name in _NESTED:
+            continue
+        value = getattr(row, f.name)
+        if value is None or (isinstance(value, (list, dict)) and not value):
+            continue
+        data[f.name] = value
+    data["unverified"] = bool(getattr(row, "unverified", False))
+    return data
+
+
+def _where(m, table: str) -> Dict[str, Any]:
+    from envdoctor.knowledge import bundled_dir
+
+    parts = [p for p in (m.sources.get(table) or "").split(" + ") if p]
+    bundled = str(bundled_dir())
+    cache = [p for p in parts if not p.startswith(bundled)]
+    return {"bundled": any(p.startswith(bundled) for p in parts), "cache": cache[0] if cache else None, "files": parts}
+
+
+@click.group(name="matrices")
+def matrices() -> None:
+    """The compatibility data: list and show the tables, verify them against the package index, refresh them."""
+
+
+@matrices.command(name="list")
+@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
+@click.option("--cache-dir", metavar="DIR", help="Read refreshed tables from DIR instead of the default user cache.")
+def list_cmd(fmt: str, cache_dir: Optional[str]) -> None:
+    """Each table: rows, when collected, where loaded from, how many rows are UNVERIFIED."""
+    m = _load(cache_dir)
+    out = []
+    for table in TABLE_NAMES:
+        rows = table_rows(m, table)
+        all_rows = [r for rs in rows.values() for r in rs]
+        where = _where(m, table)
+        cache_rows = sum(1 for r in all_rows if where["cache"] and str(r.origin).startswith(where["cache"]))
+        out.append({
+            "table": table,
+            "rows": len(all_rows),
+            "by_kind": {k: len(v) for k, v in rows.items()},
+            "collected": (m.table_collected or {}).get(table),
+            "loaded_from": "bundled + user cache" if where["cache"] and where["bundled"] else
+                           ("user cache" if where["cache"] else ("bundled" if where["bundled"] else "nothing")),
+            "files": where["files"],
+            "cache_rows": cache_rows,
+            "unverified": sum(1 for r in all_rows if getattr(r, "unverified", False)),
+        })
+    if fmt == "json":
+        from envdoctor.snapshot_io import dump_json
+
+        click.echo(dump_json({"collected": m.collected, "tables": out, "warnings": list(m.warnings)}))
+        return
+    click.echo(f"{'table':<18} {'rows':>5}  {'collected':<10}  {'UNVERIFIED':>10}  loaded from")
+    for t in out:
+        where = t["loaded_from"]
+        if t["cache_rows"]:
+            where += f" ({t['cache_rows']} rows from {Path(t['files'][-1])})"
+        click.echo(f"{t['table']:<18} {t['rows']:>5}  {t['collected'] or '?':<10}  {t['unverified']:>10}  {where}")
+    for w in m.warnings:
+        click.echo(f"warning: {w}", err=True)
+
+
+@matrices.command(name="show")
+@click.argument("table")
+@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
+@click.option("--cache-dir", metavar="DIR", help="Read refreshed tables from DIR instead of the default user cache.")
+def show_cmd(table: str, fmt: str, cache_dir: Optional[str]) -> None:
+    """The rows of TABLE (json: a list of row objects with source and verified)."""
+    name = table.strip().lower()
+    if name not in TABLE_NAMES:
+        raise BadInput(f"unknown table {table!r}; tables: {', '.join(TABLE_NAMES)}")
+    m = _load(cache_dir)
+    rows = [row_dict(kind, r) for kind, rs in table_rows(m, name).items() for r in rs]
+    if fmt == "json":
+        from envdoctor.snapshot_io import dump_json
+
+        click.echo(dump_json(rows))
+        return
+    from envdoctor.knowledge.refresh import _toml_key, _toml_value
+
+    lines = []
+    for row in rows:
+        flag = "  # UNVERIFIED" if row["unverified"] else ""
+        lines.append(f"[[{row['kind']}]]  # {row.get('origin', '')}{flag}")
+        for k, v in row.items():
+            if k in ("kind", "origin", "unverified"):
+                continue
+            lines.append(f"{_toml_key(k)} = {_toml_value(v)}")
+        lines.append("")
+    click.echo("\n".join(lines).rstrip("\n"))
+
+
+def _client(index_urls, timeout: float):
+    from envdoctor.knowledge.index import IndexClient, configured_indexes
+
+    conf = configured_indexes(explicit=index_urls)
+    return IndexClient(conf.urls, timeout=timeout, cert=conf.cert), conf
+
+
+_index_option = click.option(
+    "--index-url", "index_urls", multiple=True, metavar="URL",
+    help="Package index (simple API; http(s):// or file://) to read instead of the ones pip is configured with. "
+         "Repeatable.")
+_timeout_option = click.option("--timeout", type=click.FloatRange(0.1, 600), default=15.0, show_default=True,
+                               help="Seconds each index request may take (each is retried twice).")
+
+
+@matrices.command(name="verify")
+@_index_option
+@click.option("--table", "tables", type=click.Choice(("pytorch", "tensorflow", "jax", "all")), default="all",
+              show_default=True)
+@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
+@click.option("--strict", is_flag=True, help="Also fail (exit 1) when a covered release is not on the index.")
+@_timeout_option
+@click.option("--cache-dir", metavar="DIR", help="Verify the tables as overlaid by the cache in DIR.")
+def verify_cmd(index_urls, tables: str, fmt: str, strict: bool, timeout: float, cache_dir: Optional[str]) -> None:
+    """Compare the tables with the index's metadata. Exit 0 all agree, 1 a disagreement, 2 index unusable."""
+    from envdoctor.knowledge.verify import TABLE_CHOICES, render_text, verify
+
+    client, _ = _client(index_urls, timeout)
+    m = _load(cache_dir)
+    chosen = TABLE_CHOICES if tables == "all" else (tables,)
+    result = verify(m, client, chosen)
+    if fmt == "json":
+        from envdoctor.snapshot_io import dump_json
+
+        click.echo(dump_json(result.to_dict(strict)))
+    else:
+        click.echo(render_text(result, strict))
+    sys.exit(result.exit_code(strict))
+
+
+@matrices.command(name="refresh")
+@_index_option
+@click.option("--cache-dir", metavar="DIR",
+              help="Write the tables to DIR (default: $ENVDOCTOR_CACHE_DIR/matrices, $XDG_CACHE_HOME/envdoctor/matrices "
+                   "or ~/.cache/envdoctor/matrices).")
+@click.option("--dry-run", is_flag=True, help="Show what would be added; write nothing.")
+@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
+@_timeout_option
+def refresh_cmd(index_urls, cache_dir: Optional[str], dry_run: bool, fmt: str, timeout: float) -> None:
+    """Add releases newer than the bundled data, derived from index metadata, to the user cache."""
+    from envdoctor.knowledge import default_cache_dir
+    from envdoctor.knowledge.refresh import refresh, render_text, write_cache
+
+    client, _ = _client(index_urls, timeout)
+    result = refresh(client)
+    target = Path(cache_dir) if cache_dir else default_cache_dir()
+    if dry_run:
+        result.dry_run = True
+    else:
+        write_cache(result, target)
+    if fmt == "json":
+        from envdoctor.snapshot_io import dump_json
+
+        data = result.to_dict()
+        data["cache_dir"] = str(target)
+        click.echo(dump_json(data))
+    else:
+        click.echo(render_text(result))

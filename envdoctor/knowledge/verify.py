@@ -1,0 +1,334 @@
+"""``envdoctor matrices verify``: compare the tables with the metadata the package index publishes.
+
+For every release a table covers, the Linux x86_64 wheel's core metadata is read (PEP 658 metadata
+file, never the wheel) and compared with the table:
+
+* pytorch: per patch, ``Requires-Python``, the triton pin, and the PyPI-default variant's CUDA
+  (``cuda-toolkit`` / ``nvidia-cuda-runtime-cuNN`` pin), cuDNN (``nvidia-cudnn-cuNN`` pin); the
+  variant's ``nvidia_pins`` against the newest patch of the release.
+* tensorflow: ``Requires-Python`` and the ``and-cuda`` extra's pins of the ``tested`` version, and the
+  CUDA / cuDNN series those pins imply.
+* jax: ``Requires-Python``, the jaxlib requirement, the plugin pin of each ``cudaNN`` extra, and the
+  ``jax-cudaNN-plugin`` metadata (``with-cuda`` extra: cuDNN, CUDA runtime; the pjrt requirement).
+
+A release the index does not have is reported as "not on index", not as a disagreement.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from .index import IndexClient, Metadata, exact_pin, lower_bound, python_for, requirements, same_spec, spec_of
+
+TABLE_CHOICES = ("pytorch", "tensorflow", "jax")
+
+
+@dataclass
+class Disagreement:
+    table: str
+    release: str  # "torch 2.1.2"
+    field: str  # "cudnn (variant cu121)"
+    table_value: Optional[str]
+    index_value: Optional[str]
+    row: str  # file:line of the table row
+    metadata: str  # where the index value was read
+
+    def line(self) -> str:
+        return (f"{self.table}: {self.release}: {self.field}: table says {self.table_value or '(nothing)'}, "
+                f"index says {self.index_value or '(nothing)'}  [row {self.row}; metadata {self.metadata}]")
+
+
+@dataclass
+class Missing:
+    table: str
+    project: str
+    version: str
+    why: str  # "not on index" | "no metadata file" (remote wheel without a PEP 658 file: not downloaded)
+    url: Optional[str] = None
+
+
+@dataclass
+class VerifyResult:
+    index_urls: List[str]
+    tables: List[str]
+    disagreements: List[Disagreement] = field(default_factory=list)
+    missing: List[Missing] = field(default_factory=list)
+    notes: List[Disagreement] = field(default_factory=list)  # differences that need not be errors
+    compared: int = 0  # number of field comparisons made
+    releases_read: int = 0  # metadata files read
+
+    def exit_code(self, strict: bool = False) -> int:
+        if self.disagreements:
+            return 1
+        if self.releases_read == 0:
+            return 2  # nothing could be compared: the index has none of the covered releases' metadata
+        if strict and self.missing:
+            return 1
+        return 0
+
+    def to_dict(self, strict: bool = False) -> dict:
+        return {
+            "index_urls": self.index_urls,
+            "tables": self.tables,
+            "releases_read": self.releases_read,
+            "compared": self.compared,
+            "disagreements": [asdict(d) for d in self.disagreements],
+            "missing": [asdict(m) for m in self.missing],
+            "notes": [asdict(n) for n in self.notes],
+            "strict": strict,
+            "exit_code": self.exit_code(strict),
+        }
+
+
+class _Verifier:
+    def __init__(self, matrices, client: IndexClient, result: VerifyResult) -> None:
+        self.m = matrices
+        self.client = client
+        self.r = result
+
+    # ----------------------------------------------------------------- helpers
+
+    def read(self, table: str, project: str, version: str) -> Tuple[Optional[object], Optional[Metadata]]:
+        dist, meta = self.client.release_metadata(project, version)
+        if dist is None:
+            self.r.missing.append(Missing(table, project, version, "not on index"))
+            return None, None
+        if meta is None:
+            self.r.missing.append(Missing(table, project, version, "no metadata file (wheel not downloaded)", dist.url))
+            return dist, None
+        self.r.releases_read += 1
+        return dist, meta
+
+    def spec(self, table: str, release: str, fld: str, tval: Optional[str], ival: Optional[str], row, meta: Metadata) -> None:
+        """Compare two specifiers (either may be absent: absent on the table side is not checked)."""
+        if tval is None:
+            return
+        self.r.compared += 1
+        if not same_spec(tval, ival):
+            self.r.disagreements.append(Disagreement(table, release, fld, tval, ival, row.origin, meta.source))
+
+    def version(self, table: str, release: str, fld: str, tval: Optional[str], ival: Optional[str], row, meta: Metadata,
+                depth: Optional[int] = None) -> None:
+        """Compare two versions (``depth`` 2: only major.minor)."""
+        if tval is None:
+            return
+        self.r.compared += 1
+        if ival is None or not _same_version(tval, ival, depth):
+            self.r.disagreements.append(Disagreement(table, release, fld, tval, ival, row.origin, meta.source))
+
+    # ----------------------------------------------------------------- pytorch
+
+    def pytorch(self) -> None:
+        for rel in self.m.pytorch_releases:
+            dv = rel.default_variant("linux-x86_64")
+            newest = rel.newest_patch
+            for patch in rel.patches:
+                dist, meta = self.read("pytorch", "torch", patch)
+                if meta is None:
+                    continue
+                release = f"torch {patch}"
+                reqs = requirements(meta, python=python_for(dist))
+                prow = rel.patch(patch)
+                rp_row = prow if prow is not None and prow.requires_python else rel
+                self.spec("pytorch", release, "requires_python", rp_row.requires_python, meta.requires_python, rp_row, meta)
+                if prow is not None and prow.triton:
+                    self.spec("pytorch", release, "triton", prow.triton, spec_of(reqs.get("triton")), prow, meta)
+                cuda_pin, toolkit_pin = _torch_cuda(reqs)
+                cudnn_req = _first(reqs, "nvidia-cudnn-cu")
+                if dv is None or dv.kind != "cuda":
+                    if cuda_pin is not None:
+                        self.r.compared += 1
+                        self.r.disagreements.append(Disagreement(
+                            "pytorch", release, "pypi_default[linux-x86_64]", dv.name if dv else None,
+                            _cu_name(cuda_pin), rel.origin, meta.source))
+                    continue
+                label = f"(variant {dv.name})"
+                if cuda_pin is None:
+                    self.r.compared += 1
+                    self.r.disagreements.append(Disagreement("pytorch", release, f"cuda {label}", dv.cuda,
+                                                             "no CUDA runtime pin", dv.origin, meta.source))
+                    continue
+                self.version("pytorch", release, f"cuda {label}", dv.cuda, cuda_pin, dv, meta, depth=2)
+                if dv.cuda_toolkit and toolkit_pin and not _same_version(dv.cuda_toolkit, toolkit_pin, None):
+                    # cuda_toolkit may name the toolkit the build used (RELEASE.md), which can differ from the
+                    # runtime wheels it pins: reported as a note, the pins themselves are compared below.
+                    self.r.notes.append(Disagreement("pytorch", release, f"cuda_toolkit {label} vs the cuda-toolkit pin",
+                                                     dv.cuda_toolkit, toolkit_pin, dv.origin, meta.source))
+                self.version("pytorch", release, f"cudnn {label}", dv.cudnn, exact_pin(spec_of(cudnn_req)), dv, meta)
+                if patch == newest and dv.nvidia_pins:
+                    index_pins = {k: str(v.specifier) for k, v in reqs.items() if k.startswith(("nvidia-", "cuda-"))}
+                    table_pins = {str(canonicalize_name(k)): v for k, v in dv.nvidia_pins.items()}
+                    for name in sorted(set(index_pins) | set(table_pins)):
+                        self.r.compared += 1
+                        if name not in table_pins or name not in index_pins or not same_spec(table_pins[name], index_pins[name]):
+                            self.r.disagreements.append(Disagreement(
+                                "pytorch", release, f"nvidia_pins[{name}] {label}", table_pins.get(name),
+                                index_pins.get(name), dv.origin, meta.source))
+
+    # ----------------------------------------------------------------- tensorflow
+
+    def tensorflow(self) -> None:
+        for rel in self.m.tensorflow_releases:
+            dist, meta = self.read("tensorflow", "tensorflow", rel.tested)
+            if meta is None:
+                continue
+            release = f"tensorflow {rel.tested}"
+            self.spec("tensorflow", release, "requires_python", rel.requires_python, meta.requires_python, rel, meta)
+            pins = {k: str(v.specifier) for k, v in
+                    requirements(meta, extra="and-cuda", base=False, python=python_for(dist)).items()}
+            table_pins = {str(canonicalize_name(k)): v for k, v in rel.and_cuda.items()}
+            for name in sorted(set(pins) | set(table_pins)):
+                self.r.compared += 1
+                if name not in table_pins or name not in pins or not same_spec(table_pins[name], pins[name]):
+                    self.r.disagreements.append(Disagreement("tensorflow", release, f"and_cuda[{name}]",
+                                                             table_pins.get(name), pins.get(name), rel.origin, meta.source))
+            runtime = _first_spec(pins, "nvidia-cuda-runtime-cu")
+            cudnn = _first_spec(pins, "nvidia-cudnn-cu")
+            if runtime:
+                self.version("tensorflow", release, "cuda", rel.cuda, lower_bound(runtime), rel, meta, depth=2)
+            if cudnn:
+                self.version("tensorflow", release, "cudnn", rel.cudnn, lower_bound(cudnn), rel, meta, depth=2)
+
+    # ----------------------------------------------------------------- jax
+
+    def jax(self) -> None:
+        for rel in self.m.jax_releases:
+            dist, meta = self.read("jax", "jax", rel.version)
+            release = f"jax {rel.version}"
+            extra_cudnn: Dict[str, Optional[str]] = {}
+            if meta is not None:
+                py = python_for(dist)
+                self.spec("jax", release, "requires_python", rel.requires_python, meta.requires_python, rel, meta)
+                jaxlib = _jaxlib_requirement(meta, py)
+                if jaxlib is not None:
+                    self.spec("jax", release, "jaxlib", rel.jaxlib, jaxlib, rel, meta)
+                for name, plugin in rel.plugins.items():
+                    ex = requirements(meta, extra=name, base=False, python=py)
+                    preq = ex.get(canonicalize_name(plugin.package))
+                    if preq is not None:
+                        self.spec("jax", release, f"plugins.{name}.pin", plugin.pin, str(preq.specifier), plugin, meta)
+                    extra_cudnn[name] = _first_spec({k: str(v.specifier) for k, v in ex.items()}, "nvidia-cudnn-cu")
+            for name, plugin in rel.plugins.items():
+                pversion = exact_pin(plugin.pin) or rel.version
+                pdist, pmeta = self.read("jax", plugin.package, pversion)
+                prelease = f"{plugin.package} {pversion} (jax {rel.version})"
+                if pmeta is None:
+                    if meta is not None and extra_cudnn.get(name):
+                        # jax <= 0.4.26 pinned the NVIDIA wheels in its own cudaNN extra
+                        self.spec("jax", release, f"plugins.{name}.cudnn", plugin.cudnn, extra_cudnn[name], plugin, meta)
+                        self.version("jax", release, f"plugins.{name}.cudnn_min", plugin.cudnn_min,
+                                     lower_bound(extra_cudnn[name]), plugin, meta)
+                    continue
+                py = python_for(pdist)
+                with_cuda = {k: str(v.specifier) for k, v in
+                             requirements(pmeta, extra="with-cuda", base=False, python=py).items()}
+                base = requirements(pmeta, python=py)
+                cudnn = _first_spec(with_cuda, "nvidia-cudnn-cu")
+                self.spec("jax", prelease, f"plugins.{name}.cudnn", plugin.cudnn, cudnn, plugin, pmeta)
+                self.version("jax", prelease, f"plugins.{name}.cudnn_min", plugin.cudnn_min, lower_bound(cudnn), plugin, pmeta)
+                runtime = with_cuda.get(f"nvidia-cuda-runtime-cu{plugin.cuda_major}", with_cuda.get("nvidia-cuda-runtime"))
+                self.spec("jax", prelease, f"plugins.{name}.cuda_runtime", plugin.cuda_runtime, runtime, plugin, pmeta)
+                if plugin.pjrt:
+                    pjrt_table = _req_or_none(plugin.pjrt)
+                    if pjrt_table is not None:
+                        got = base.get(canonicalize_name(pjrt_table.name))
+                        self.spec("jax", prelease, f"plugins.{name}.pjrt", str(pjrt_table.specifier),
+                                  str(got.specifier) if got is not None else None, plugin, pmeta)
+
+
+def verify(matrices, client: IndexClient, tables: Sequence[str] = TABLE_CHOICES) -> VerifyResult:
+    """Compare ``tables`` with the index; raises IndexUnavailable when the index cannot be read."""
+    result = VerifyResult(index_urls=list(client.urls), tables=list(tables))
+    v = _Verifier(matrices, client, result)
+    for t in tables:
+        getattr(v, t)()
+    return result
+
+
+def render_text(result: VerifyResult, strict: bool = False) -> str:
+    lines = [f"index: {', '.join(result.index_urls)}",
+             f"tables: {', '.join(result.tables)}; {result.releases_read} metadata files read, "
+             f"{result.compared} values compared"]
+    if result.disagreements:
+        lines.append(f"{len(result.disagreements)} disagreement(s):")
+        lines.extend("  " + d.line() for d in result.disagreements)
+    elif result.releases_read == 0:
+        lines.append("nothing could be compared: the index has no metadata of any covered release")
+    else:
+        lines.append("no disagreements")
+    if result.notes:
+        lines.append(f"{len(result.notes)} note(s) (not counted as disagreements):")
+        lines.extend("  " + n.line() for n in result.notes)
+    if result.missing:
+        groups: Dict[Tuple[str, str], List[str]] = {}
+        for m in result.missing:
+            groups.setdefault((m.why, m.project), []).append(m.version)
+        lines.append(f"{len(result.missing)} release(s) not checked" + (" (--strict: counted as failures)" if strict else "") + ":")
+        for (why, project), versions in sorted(groups.items()):
+            lines.append(f"  {why}: {project} {', '.join(versions)}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _same_version(a: str, b: str, depth: Optional[int]) -> bool:
+    try:
+        va, vb = Version(str(a)), Version(str(b))
+    except InvalidVersion:
+        return str(a).strip() == str(b).strip()
+    if depth:
+        ra, rb = (va.release + (0,) * depth)[:depth], (vb.release + (0,) * depth)[:depth]
+        return ra == rb
+    return va == vb
+
+
+def _cu_name(cuda: str) -> str:
+    v = Version(cuda)
+    return f"cu{v.major}{(v.release + (0,))[1]}"
+
+
+def _first(reqs: Dict[str, Requirement], prefix: str) -> Optional[Requirement]:
+    for name in sorted(reqs):
+        if name.startswith(prefix):
+            return reqs[name]
+    return None
+
+
+def _first_spec(specs: Dict[str, str], prefix: str) -> Optional[str]:
+    for name in sorted(specs):
+        if name.startswith(prefix):
+            return specs[name]
+    return None
+
+
+def _torch_cuda(reqs: Dict[str, Requirement]) -> Tuple[Optional[str], Optional[str]]:
+    """(CUDA version the runtime pin names, cuda-toolkit pin) of a torch wheel's requirements."""
+    toolkit = exact_pin(spec_of(reqs.get("cuda-toolkit")))
+    if toolkit:
+        return toolkit, toolkit
+    runtime = _first(reqs, "nvidia-cuda-runtime")
+    pin = exact_pin(spec_of(runtime)) if runtime is not None else None
+    return pin, None
+
+
+def _jaxlib_requirement(meta: Metadata, python: str) -> Optional[str]:
+    """jax's own jaxlib requirement; jax <= 0.4.26 had none outside extras: then the ``cpu`` extra's."""
+    base = requirements(meta, python=python)
+    if "jaxlib" in base:
+        return str(base["jaxlib"].specifier)
+    cpu = requirements(meta, extra="cpu", base=False, python=python)
+    if "jaxlib" in cpu:
+        return str(cpu["jaxlib"].specifier)
+    return None
+
+
+def _req_or_none(text: str) -> Optional[Requirement]:
+    try:
+        return Requirement(text)
+    except InvalidRequirement:
+        return None

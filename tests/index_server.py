@@ -1,0 +1,206 @@
+"""A package index on 127.0.0.1 (port 0) for the matrices verify/refresh tests; never the network.
+
+It serves the simple repository API for the wheels it is given: a project page as PEP 691 JSON
+(``Accept: application/vnd.pypi.simple.v1+json``) or PEP 503 HTML, and a PEP 658 ``.metadata``
+file next to every wheel.  Wheels themselves are never served (a request for one is logged and
+answered 404, so a test can assert nothing was downloaded).
+
+The metadata comes from RECORDED real metadata (tests/fixtures/index, see SOURCES.toml):
+``recorded/*.txt`` hold the Requires-Dist / Requires-Python lines read from the public index
+(one ``== <project> <version>  wheel=<file>  requires_python=<spec>`` block per release);
+``metadata/*.metadata`` are real METADATA headers (and one derived future release).
+"""
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from packaging.utils import canonicalize_name, parse_wheel_filename
+
+FIX = Path(__file__).parent / "fixtures" / "index"
+_BLOCK = re.compile(r"^== (\S+) (\S+)\s+wheel=(\S+)\s+requires_python=(\S+)\s*$")
+
+
+def recorded_metadata(path: Path) -> Dict[str, str]:
+    """``{wheel filename: METADATA text}`` from a recorded evidence file."""
+    out: Dict[str, str] = {}
+    current: Optional[Tuple[str, str, str, str]] = None
+    lines: List[str] = []
+
+    def flush() -> None:
+        if current is None:
+            return
+        project, version, wheel, rp = current
+        head = ["Metadata-Version: 2.1", f"Name: {project}", f"Version: {version}"]
+        if rp != "None":
+            head.append(f"Requires-Python: {rp}")
+        out[wheel] = "\n".join(head + [f"Requires-Dist: {x}" for x in lines]) + "\n"
+
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        m = _BLOCK.match(raw)
+        if m:
+            flush()
+            current = (m.group(1), m.group(2), m.group(3), m.group(4))
+            lines = []
+        elif current is not None and raw.startswith("    ") and raw.strip():
+            lines.append(raw.strip())
+    flush()
+    return out
+
+
+def all_recorded() -> Dict[str, str]:
+    """Every recorded release (evidence files) plus the real METADATA files, by wheel file name."""
+    files: Dict[str, str] = {}
+    for p in sorted((FIX / "recorded").glob("*.txt")):
+        files.update(recorded_metadata(p))
+    for p in sorted((FIX / "metadata").glob("*.metadata")):
+        name = p.name[: -len(".metadata")]
+        if "2.16.0" in name:  # the simulated future release is added only by the tests that want it
+            continue
+        files[name] = p.read_text(encoding="utf-8")
+    return files
+
+
+def future_torch() -> Dict[str, str]:
+    p = FIX / "metadata" / "torch-2.16.0-cp311-cp311-manylinux_2_28_x86_64.whl.metadata"
+    return {p.name[: -len(".metadata")]: p.read_text(encoding="utf-8")}
+
+
+class FakeIndex:
+    """``with FakeIndex(files, mode="json") as idx: idx.url`` -> ``http://127.0.0.1:PORT/simple/``.
+
+    mode: "json" (PEP 691 when asked for), "html" (always PEP 503), "500" (every request fails),
+    "garbage" (project pages claim JSON but are not), "slow" (answers after ``delay`` seconds),
+    "nometa" (pages offer no metadata files).
+    """
+
+    def __init__(self, files: Dict[str, str], mode: str = "json", delay: float = 3.0,
+                 extra_files: Optional[List[str]] = None) -> None:
+        self.files = dict(files)  # wheel filename -> METADATA text
+        self.extra_files = list(extra_files or [])  # listed, but no metadata file
+        self.mode = mode
+        self.delay = delay
+        self.requests: List[Tuple[str, str]] = []  # (path, Accept)
+        self._server: Optional[ThreadingHTTPServer] = None
+        self._thread: Optional[threading.Thread] = None
+
+    # ----------------------------------------------------------------- content
+
+    def projects(self) -> Dict[str, List[str]]:
+        out: Dict[str, List[str]] = {}
+        for fn in list(self.files) + self.extra_files:
+            name = str(parse_wheel_filename(fn)[0])
+            out.setdefault(name, []).append(fn)
+        return out
+
+    def page(self, project: str, as_json: bool) -> Optional[Tuple[str, bytes]]:
+        files = self.projects().get(str(canonicalize_name(project)))
+        if files is None:
+            return None
+        entries = []
+        for fn in sorted(files):
+            meta = self.files.get(fn)
+            digest = hashlib.sha256(meta.encode()).hexdigest() if meta is not None else None
+            entries.append((fn, digest))
+        if as_json:
+            data = {"meta": {"api-version": "1.1"}, "name": project, "versions": [], "files": []}
+            for fn, digest in entries:
+                item = {"filename": fn, "url": f"../../files/{fn}", "hashes": {}, "requires-python": None}
+                if digest and self.mode != "nometa":
+                    item["core-metadata"] = {"sha256": digest}
+                    item["dist-info-metadata"] = {"sha256": digest}
+                data["files"].append(item)
+            return "application/vnd.pypi.simple.v1+json", json.dumps(data).encode()
+        rows = []
+        for fn, digest in entries:
+            attrs = ""
+            if digest and self.mode != "nometa":
+                attrs = f' data-dist-info-metadata="sha256={digest}" data-core-metadata="sha256={digest}"'
+            rows.append(f'<a href="../../files/{html.escape(fn)}"{attrs}>{html.escape(fn)}</a><br/>')
+        body = "<!DOCTYPE html>\n<html><body>\n" + "\n".join(rows) + "\n</body></html>\n"
+        return "text/html", body.encode()
+
+    # ----------------------------------------------------------------- server
+
+    def __enter__(self) -> "FakeIndex":
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:  # quiet
+                pass
+
+            def _send(self, status: int, ctype: str, body: bytes) -> None:
+                self.send_response(status)
+                if ctype:
+                    self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                try:
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout tests)
+                    pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                path = self.path.split("?", 1)[0]
+                accept = self.headers.get("Accept", "")
+                owner.requests.append((path, accept))
+                if owner.mode == "slow":
+                    time.sleep(owner.delay)
+                if owner.mode == "500":
+                    return self._send(500, "text/plain", b"internal error")
+                parts = [p for p in path.split("/") if p]
+                if len(parts) == 2 and parts[0] == "simple":
+                    if owner.mode == "garbage":
+                        return self._send(200, "application/vnd.pypi.simple.v1+json", b'{"files": [garbage')
+                    as_json = owner.mode != "html" and "application/vnd.pypi.simple.v1+json" in accept
+                    got = owner.page(parts[1], as_json)
+                    if got is None:
+                        return self._send(404, "text/plain", b"not found")
+                    return self._send(200, got[0], got[1])
+                if len(parts) == 2 and parts[0] == "files" and parts[1].endswith(".metadata"):
+                    meta = owner.files.get(parts[1][: -len(".metadata")])
+                    if meta is None or owner.mode == "nometa":
+                        return self._send(404, "text/plain", b"not found")
+                    return self._send(200, "application/octet-stream", meta.encode())
+                return self._send(404, "text/plain", b"not found")
+
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request, client_address) -> None:  # quiet: clients time out on purpose
+                pass
+
+        self._server = Server(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.server_address[1]}/simple/"
+
+    def wheel_downloads(self) -> List[str]:
+        return [p for p, _ in self.requests if p.endswith(".whl")]
+
+
+def closed_port_url() -> str:
+    """An index URL on 127.0.0.1 where nothing listens (connection refused)."""
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}/simple/"
