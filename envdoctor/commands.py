@@ -27,13 +27,21 @@ def load_data():
     return m, list(getattr(m, "warnings", []))
 
 
-def build_report(snap, only=None, skip=None):
-    from envdoctor.report import Report
-    from envdoctor.rules.context import Context
-    from envdoctor.rules.engine import run_rules, select_rules
+def prepare_judgement(only=None, skip=None):
+    """Everything judging needs besides the snapshot: the selected rules and the data."""
+    from envdoctor.rules.engine import select_rules
 
     rules = select_rules(only, skip)
     matrices, warnings = load_data()
+    return rules, matrices, warnings
+
+
+def build_report(snap, only=None, skip=None, prepared=None):
+    from envdoctor.report import Report
+    from envdoctor.rules.context import Context
+    from envdoctor.rules.engine import run_rules
+
+    rules, matrices, warnings = prepared if prepared is not None else prepare_judgement(only, skip)
     findings = run_rules(Context(snap, matrices), rules)
     return Report(snap, findings, data_collected=getattr(matrices, "collected", "") or "", data_warnings=warnings)
 
@@ -53,8 +61,14 @@ def use_color() -> bool:
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically) instead of stdout.")
 def check(python_path, root_dir, snapshot_file, timeout, fmt, strict, only, skip, verbose, no_redact, output):
     """Judge the machine: findings with IDs, evidence and fixes. Exit 0 ok, 1 error (--strict: or warning), 2 usage."""
-    snap = obtain_snapshot(python_path, root_dir, snapshot_file, timeout)
-    report = build_report(snap, _split_ids(only), _split_ids(skip))
+    from concurrent.futures import ThreadPoolExecutor
+
+    # Importing the rules and loading the data overlap with probing, which mostly waits on
+    # subprocesses (nvidia-smi, nvcc, the --python helper): check's wall time is what users feel.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        prepared = pool.submit(prepare_judgement, _split_ids(only), _split_ids(skip))
+        snap = obtain_snapshot(python_path, root_dir, snapshot_file, timeout)
+        report = build_report(snap, prepared=prepared.result())
     sdict = snapshot_dict(snap, redact=not no_redact)
     if fmt == "json":
         from envdoctor.snapshot_io import dump_json
