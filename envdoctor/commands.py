@@ -59,7 +59,9 @@ def use_color() -> bool:
 @click.option("-v", "--verbose", is_flag=True, help="Show the evidence behind each finding.")
 @click.option("--no-redact", is_flag=True, help="Keep GPU UUIDs, host name, home directory and secret-looking values.")
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically) instead of stdout.")
-def check(python_path, root_dir, snapshot_file, timeout, fmt, strict, only, skip, verbose, no_redact, output):
+@click.option("--smoke", "with_smoke", is_flag=True,
+              help="Also run `envdoctor smoke` (tiny kernels, each framework in a child process) and fold in its results.")
+def check(python_path, root_dir, snapshot_file, timeout, fmt, strict, only, skip, verbose, no_redact, output, with_smoke):
     """Judge the machine: findings with IDs, evidence and fixes. Exit 0 ok, 1 error (--strict: or warning), 2 usage."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -69,6 +71,17 @@ def check(python_path, root_dir, snapshot_file, timeout, fmt, strict, only, skip
         prepared = pool.submit(prepare_judgement, _split_ids(only), _split_ids(skip))
         snap = obtain_snapshot(python_path, root_dir, snapshot_file, timeout)
         report = build_report(snap, prepared=prepared.result())
+    if with_smoke:
+        if snapshot_file or root_dir:
+            from envdoctor.errors import BadInput
+
+            raise BadInput("--smoke runs the frameworks of a live environment: it cannot be combined with --snapshot or --root")
+        from envdoctor.rules.engine import fold_causes, order
+        from envdoctor.smoke import run_smoke, smoke_findings
+
+        results = run_smoke(snap, python=python_path)
+        report.findings = order(fold_causes(report.findings + smoke_findings(results, snap)))
+        report.extra["smoke"] = results.to_dict()
     sdict = snapshot_dict(snap, redact=not no_redact)
     if fmt == "json":
         from envdoctor.snapshot_io import dump_json
@@ -134,6 +147,8 @@ COMMAND_MODULES = (
     ("envdoctor.knowledge.cli", "matrices"),
     ("envdoctor.lock.cli", "lock"),
     ("envdoctor.smoke.cli", "smoke"),
+    ("envdoctor.gate.cli", "gate"),
+    ("envdoctor.onboard.cli", "onboard"),
 )
 
 

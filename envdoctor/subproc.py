@@ -10,9 +10,10 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 DEFAULT_TIMEOUT = 5.0
 MAX_OUTPUT = 1 << 20  # keep at most 1 MiB of each stream
@@ -55,7 +56,16 @@ class Runner:
         timeout: float | None = None,
         env: Mapping[str, str] | None = None,
         stdin_text: str | None = None,
+        on_stdout_line: Optional[Callable[[str], None]] = None,
+        cancel: Optional[threading.Event] = None,
     ) -> CmdResult:
+        """Run argv; with `on_stdout_line`, each stdout line is handed over as it arrives (streaming).
+
+        In streaming mode stderr keeps its last MAX_OUTPUT bytes (the tail tells why a command
+        crashed), and when the command ends whatever it left running in its process group is
+        killed too, so a helper it spawned can neither outlive it nor hold its pipes open.
+        Setting `cancel` (streaming only) kills the command early, reported like a timeout.
+        """
         argv = list(argv)
         exe = self.which(argv[0])
         if exe is None:
@@ -73,6 +83,8 @@ class Runner:
             )
         except OSError as exc:
             return CmdResult(argv, "error", reason=f"{argv[0]}: cannot run: {exc.strerror or exc}")
+        if on_stdout_line is not None:
+            return _stream(argv, proc, limit, start, on_stdout_line, stdin_text, cancel)
         try:
             out, err = proc.communicate(input=stdin_text.encode() if stdin_text is not None else None, timeout=limit)
         except subprocess.TimeoutExpired:
@@ -95,6 +107,91 @@ class Runner:
                 reason=f"{argv[0]}: exit status {proc.returncode}" + (f": {detail}" if detail else ""),
             )
         return CmdResult(argv, "ok", 0, stdout, stderr, duration)
+
+
+def _stream(argv: list, proc: subprocess.Popen, limit: float, start: float,
+            on_line: Callable[[str], None], stdin_text: str | None,
+            cancel: Optional[threading.Event] = None) -> CmdResult:
+    out_lines: list = []
+    out_size = [0]
+    err_buf = bytearray()
+
+    def read_out() -> None:
+        for raw in iter(proc.stdout.readline, b""):  # type: ignore[union-attr]
+            line = raw.decode("utf-8", errors="replace")
+            if out_size[0] < MAX_OUTPUT:
+                out_lines.append(line)
+                out_size[0] += len(raw)
+            try:
+                on_line(line.rstrip("\r\n"))
+            except Exception:  # noqa: BLE001 - a broken callback never stops the reading
+                pass
+
+    def read_err() -> None:
+        while True:
+            chunk = proc.stderr.read1(65536)  # type: ignore[union-attr]
+            if not chunk:
+                return
+            err_buf.extend(chunk)
+            if len(err_buf) > 2 * MAX_OUTPUT:
+                del err_buf[: len(err_buf) - MAX_OUTPUT]
+
+    def feed() -> None:
+        try:
+            proc.stdin.write(stdin_text.encode())  # type: ignore[union-attr]
+            proc.stdin.close()  # type: ignore[union-attr]
+        except OSError:
+            pass
+
+    threads = [threading.Thread(target=read_out, daemon=True), threading.Thread(target=read_err, daemon=True)]
+    if stdin_text is not None:
+        threads.append(threading.Thread(target=feed, daemon=True))
+    for t in threads:
+        t.start()
+    timed_out = False
+    try:
+        _wait_unreaped(proc, limit, cancel)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    _kill_group(proc)  # the command (on timeout) and whatever it left behind in its group
+    proc.wait()
+    for t in threads:
+        t.join(timeout=2.0)  # a process that left the group may still hold a pipe: do not wait for it
+    duration = time.monotonic() - start
+    stdout, stderr = "".join(out_lines), _text(bytes(err_buf[-MAX_OUTPUT:]))
+    if timed_out:
+        why = "cancelled (killed)" if cancel is not None and cancel.is_set() else f"no answer within {limit:g} s (killed)"
+        return CmdResult(argv, "timeout", None, stdout, stderr, duration, reason=f"{argv[0]}: {why}")
+    if proc.returncode != 0:
+        return CmdResult(argv, "failed", proc.returncode, stdout, stderr, duration,
+                         reason=f"{argv[0]}: exit status {proc.returncode}")
+    return CmdResult(argv, "ok", 0, stdout, stderr, duration)
+
+
+def _wait_unreaped(proc: subprocess.Popen, limit: float, cancel: Optional[threading.Event] = None) -> None:
+    """Wait for the command to end without reaping it, so its process group id stays reserved
+    until the group is killed (a reaped leader's id could be reused by an unrelated process)."""
+    waitid = getattr(os, "waitid", None)
+    if waitid is None and cancel is None:
+        proc.wait(timeout=limit)
+        return
+    deadline = time.monotonic() + limit
+    delay = 0.002
+    while True:
+        if waitid is None:
+            if proc.poll() is not None:
+                return
+        else:
+            try:
+                if waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                    return
+            except ChildProcessError:
+                return
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or (cancel is not None and cancel.is_set()):
+            raise subprocess.TimeoutExpired(proc.args, limit)
+        time.sleep(min(delay, remaining))
+        delay = min(delay * 2, 0.05)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

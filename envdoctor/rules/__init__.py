@@ -19,3 +19,6 @@ RULE_MODULES = (
 
 for _name in RULE_MODULES:
     importlib.import_module(f"envdoctor.rules.{_name}")
+
+# The smoke rules (ED700-ED749) live with `envdoctor smoke`; they only speak when smoke results are folded in.
+importlib.import_module("envdoctor.smoke.findings")

@@ -1,0 +1,71 @@
+"""`envdoctor smoke`: run each framework's smoke program and report (registered by envdoctor.commands)."""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from envdoctor.smoke import DEFAULT_TIMEOUT, FRAMEWORKS
+
+
+@click.command()
+@click.option("--python", "python_path", metavar="PATH",
+              help="Test the frameworks of this Python interpreter (default: the active venv/conda env, else envdoctor's).")
+@click.option("--framework", "frameworks", multiple=True, type=click.Choice(FRAMEWORKS), metavar="NAME",
+              help=f"Test only this framework (repeatable; {', '.join(FRAMEWORKS)}). Default: every one installed.")
+@click.option("--timeout", type=click.FloatRange(0.5, 86400), default=DEFAULT_TIMEOUT, show_default=True,
+              help="Seconds each framework's program may take in all; a hung one is killed.")
+@click.option("--bench", is_flag=True, help="Also measure matmul throughput (GFLOP/s) and host-to-device bandwidth.")
+@click.option("--require-gpu", is_flag=True, help="A missing GPU is an error (exit 1), not 'not available'.")
+@click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text", show_default=True)
+@click.option("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically) instead of stdout.")
+@click.option("-q", "--quiet", is_flag=True, help="No live progress on stderr.")
+@click.option("-v", "--verbose", is_flag=True, help="Show the numbers of every step and more of each error.")
+def smoke(python_path, frameworks, timeout, bench, require_gpu, fmt, output, quiet, verbose):
+    """Run a small program per framework (torch, tensorflow, jax, cupy) in its own process: import,
+    devices, matmul and conv checked against a CPU reference, mixed precision, the compiler path.
+    GPU steps run when the framework sees a GPU. Exit 0 ok, 1 a step failed (or no GPU with --require-gpu), 2 usage."""
+    from envdoctor.cli import emit
+    from envdoctor.smoke import render
+    from envdoctor.smoke.runner import run_smoke, target_snapshot
+
+    snap = target_snapshot(python_path)  # a --python that is no interpreter: BadInput, exit 2
+    progress = None
+    if not quiet and (fmt == "text" or sys.stderr.isatty()):
+        progress = render.Progress(sys.stderr, color=_color(sys.stderr))
+        names = [n for n in FRAMEWORKS if n in (frameworks or {f.name for f in snap.python.frameworks})]
+        progress._write(f"envdoctor smoke: {', '.join(names) or 'no framework'} in {snap.python.executable or python_path}"
+                        f" (timeout {timeout:g} s each)")
+    run = run_smoke(snap, python=python_path, frameworks=list(frameworks) or None, timeout=timeout, bench=bench,
+                    require_gpu=require_gpu, on_event=progress)
+    if run.exit_code():
+        _add_hints(run, python_path)
+    if fmt == "json":
+        text = render.render_json(run)
+    elif fmt == "markdown":
+        text = render.render_markdown(run)
+    else:
+        text = render.render_text(run, color=_color(sys.stdout) and not output, verbose=verbose)
+    emit(text, output)
+    sys.exit(run.exit_code())
+
+
+def _add_hints(run, python_path) -> None:
+    """Explain failed steps with the whole machine's facts (driver, cuDNN, loader): probed only on failure."""
+    try:
+        from envdoctor.cli import obtain_snapshot
+        from envdoctor.smoke.findings import add_hints
+
+        add_hints(run, obtain_snapshot(python_path, None, None, 5.0))
+    except Exception:  # noqa: BLE001 - hints are a bonus; the results stand without them
+        if os.environ.get("ENVDOCTOR_DEBUG"):
+            raise
+
+
+def _color(stream) -> bool:
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return tty and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
