@@ -233,13 +233,9 @@ def validate_row(table: str, kind: str, row: Any) -> List[Tuple[Optional[str], s
 
 def bundled_dir() -> Path:
     """``envdoctor/_data/matrices`` inside an installed wheel, else ``<repo>/matrices``."""
-    import envdoctor
+    from envdoctor.resources import data_dir
 
-    pkg = Path(envdoctor.__file__).resolve().parent
-    inside = pkg / "_data" / "matrices"
-    if inside.is_dir():
-        return inside
-    return pkg.parent / "matrices"
+    return data_dir("matrices")
 
 
 def default_cache_dir(env: Optional[Mapping[str, str]] = None) -> Path:

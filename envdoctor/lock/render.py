@@ -27,13 +27,9 @@ _DEFAULT_INDEX = re.compile(r"(?:https?://)?(?:[a-z0-9-]+\.)*(?:pypi\.org|python
 
 def template_dir() -> Path:
     """``envdoctor/_data/templates`` inside an installed wheel, else ``<repo>/templates``."""
-    import envdoctor
+    from envdoctor.resources import data_dir
 
-    pkg = Path(envdoctor.__file__).resolve().parent
-    inside = pkg / "_data" / "templates"
-    if inside.is_dir():
-        return inside
-    return pkg.parent / "templates"
+    return data_dir("templates")
 
 
 @dataclass

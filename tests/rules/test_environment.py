@@ -1,15 +1,14 @@
 """ED600-ED602 (envdoctor/rules/environment.py): the loader path against the frameworks' wheels, and the toolkits."""
 from __future__ import annotations
 
-import functools
 import re
 from pathlib import Path
 
 import pytest
 
-from envdoctor.rules.context import Context
-from envdoctor.rules.engine import run_rules, select_rules
 from envdoctor.snapshot import Library, Toolkit
+from tests.rules.helpers import by_id, serious  # noqa: F401
+from tests.rules.helpers import check as _check
 from tests.snapfactory import machine, tensorflow, torch
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
@@ -17,28 +16,8 @@ MINE = ["ED6"]
 TORCH22_CUDNN = 'nvidia-cudnn-cu12==8.9.2.26; platform_system == "Linux" and platform_machine == "x86_64"'
 
 
-@functools.lru_cache(maxsize=1)
-def _matrices():
-    try:
-        from envdoctor.knowledge import load_matrices
-    except ImportError:
-        return None
-    try:
-        return load_matrices()
-    except Exception:  # noqa: BLE001 - these rules never read the matrices
-        return None
-
-
 def check(snap, only=MINE):
-    return run_rules(Context(snap, _matrices()), select_rules(only=list(only)))
-
-
-def by_id(findings, rid):
-    return [f for f in findings if f.id == rid]
-
-
-def serious(findings):
-    return [f for f in findings if f.severity in ("error", "warning")]
+    return _check(snap, only)
 
 
 def nvcc_release(name):

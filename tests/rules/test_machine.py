@@ -5,7 +5,6 @@ healthy counterpart, and a case where the fact is unknown. Raw messages come fro
 """
 from __future__ import annotations
 
-import functools
 import json
 import re
 from pathlib import Path
@@ -13,26 +12,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from envdoctor.rules.context import Context
-from envdoctor.rules.engine import run_rules, select_rules
 from envdoctor.rules.machine import resolve_visible_devices
 from envdoctor.snapshot import GPU, Evidence, Library, ProbeStatus
+from tests.rules.helpers import by_id, serious  # noqa: F401
+from tests.rules.helpers import check as _check
 from tests.snapfactory import machine, tensorflow, torch
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "machine"
 MINE = ["ED01", "ED02"]
-
-
-@functools.lru_cache(maxsize=1)
-def _matrices():
-    try:
-        from envdoctor.knowledge import load_matrices
-    except ImportError:
-        return None
-    try:
-        return load_matrices()
-    except Exception:  # noqa: BLE001 - these rules never read the matrices
-        return None
 
 
 def lines(name):
@@ -45,15 +32,7 @@ def proc_module_version(name):
 
 
 def check(snap, only=MINE):
-    return run_rules(Context(snap, _matrices()), select_rules(only=list(only)))
-
-
-def by_id(findings, rid):
-    return [f for f in findings if f.id == rid]
-
-
-def serious(findings):
-    return [f for f in findings if f.severity in ("error", "warning")]
+    return _check(snap, only)
 
 
 def ran_nvidia(snap):
