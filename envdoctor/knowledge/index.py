@@ -141,13 +141,9 @@ def read_pip_config(env: Mapping[str, str], etc: str = "/etc", prefix: Optional[
 
 def pip_default_index() -> Optional[str]:
     """The index pip uses when none is configured, asked from the installed pip (None without pip)."""
-    try:
-        from pip._internal.models.index import PyPI  # type: ignore[import-not-found]
+    from envdoctor.default_index import default_index
 
-        url = getattr(PyPI, "simple_url", None)
-        return str(url) if url else None
-    except Exception:  # noqa: BLE001 - pip absent or its internals changed: treat as unknown
-        return None
+    return default_index()
 
 
 def configured_indexes(explicit: Sequence[str] = (), env: Optional[Mapping[str, str]] = None,

@@ -21,8 +21,18 @@ SCHEMA = "envdoctor-lock/1"
 RECORD_PREFIX = "envdoctor-lock: "
 TEMPLATES = {"requirements": "requirements-cuda.txt.j2", "conda": "environment.yml.j2"}
 DEFAULT_FILENAMES = {"requirements": "requirements-cuda.txt", "conda": "environment.yml", "json": "lock.json"}
-# The default package index stays implicit: its host name is never written (a refreshed data row could name it).
-_DEFAULT_INDEX = re.compile(r"(?:https?://)?(?:[a-z0-9-]+\.)*(?:pypi\.org|pythonhosted\.org)(?:/[^\s\"',;)]*)?", re.IGNORECASE)
+
+
+def _default_index_re() -> Optional["re.Pattern[str]"]:
+    """URLs of the default package index (hosts asked from pip): they stay implicit in a lock, since a
+    refreshed data row could name one."""
+    from envdoctor.default_index import default_index_hosts
+
+    hosts = sorted(default_index_hosts())
+    if not hosts:
+        return None
+    alt = "|".join(re.escape(h) for h in hosts)
+    return re.compile(r"(?:https?://)?(?:" + alt + r")(?:/[^\s\"',;)]*)?", re.IGNORECASE)
 
 
 def template_dir() -> Path:
@@ -46,7 +56,8 @@ class Meta:
 
 
 def _scrub(text: str) -> str:
-    return _DEFAULT_INDEX.sub("the default index", text)
+    pattern = _default_index_re()
+    return pattern.sub("the default index", text) if pattern is not None else text
 
 
 def _yq(value: Any) -> str:

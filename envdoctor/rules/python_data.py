@@ -214,7 +214,7 @@ the data fixes it.
 """,
     example="torch 2.16.0 installed, data knows up to 2.15.0 (collected 2026-11-29): `ED900 warning`; "
             "fix: `envdoctor matrices refresh`.",
-    references=["https://pytorch.org/get-started/previous-versions/", "https://pypi.org/project/torch/#history"],
+    references=["https://pytorch.org/get-started/previous-versions/", "https://github.com/pytorch/pytorch/releases"],
 )
 def framework_newer_than_data(ctx, r):
     m = matrices(ctx)
