@@ -1,0 +1,14 @@
+"""``envdoctor gate``: judge what an install *would* put on a target machine, before anything is downloaded.
+
+    inputs.py   requirements files (-r / -c includes, index options), pyproject.toml, environment.yml, pylock.toml,
+                uv.lock  ->  InputUnit (requirements with file:line)
+    plan.py     InputUnit + target Snapshot + Matrices  ->  Plan (what pip / uv / conda would install, as Framework
+                entries) and the Snapshot with the plan laid over it (pure; the data is the only source, no network)
+    render.py   text, json, JUnit XML, GitHub Actions annotations
+    cli.py      the click command ``gate`` (registered through envdoctor.commands.COMMAND_MODULES)
+
+The same rules as ``envdoctor check`` judge the overlaid snapshot; the gate-only rules (ED800-ED849,
+envdoctor/rules/gate_rules.py) read the plan from ``Context.extra["gate"]`` and stay silent without one.
+See docs/gate.md.
+"""
+from __future__ import annotations

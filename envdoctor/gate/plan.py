@@ -1,0 +1,1494 @@
+"""What an install would put on the target, worked out from the pins and the matrices (no download), as Framework
+entries laid over the target snapshot.  Everything here is pure: InputUnit + Snapshot + Matrices in, Plan out.
+
+How a version is chosen (the way pip / uv / conda would):
+
+* torch / torchvision / torchaudio: every (patch, build) the data knows that an index *in effect* serves -- PyPI
+  serves each release's default build for the platform without a local label (``2.1.2`` = cu121 on Linux x86_64),
+  ``https://download.pytorch.org/whl/<variant>`` serves that variant with its label (``2.1.2+cu118``), the root
+  ``/whl/`` index and ``torch_stable.html`` serve every variant -- is a candidate; the requirement specifiers and the
+  target Python (the release's wheel range) filter them; pip takes the highest version, and a local label sorts
+  above none, so ``torch==2.1.2`` with an extra index for cu118 installs ``2.1.2+cu118``; uv (pyproject with uv
+  indexes, uv.lock) takes the first index that has the package at all.
+* tensorflow (tensorflow-cpu, tf-nightly ...): the data's release rows (their tested patch, or the pinned patch of a
+  known series); [and-cuda] adds the release's nvidia-* pins.
+* jax: the data's rows; [cuda12] / [cuda13] (also cuda12_pip / cuda12_local / cuda) add jaxlib, the plugin and its
+  PJRT, [with-cuda] pins included unless *_local.
+* conda: ``pytorch`` from the pytorch channel with ``pytorch-cuda=X.Y`` / ``cudatoolkit`` / ``cpuonly``.
+
+A range resolves to the newest matching release the data knows; the plan says so in ``assumptions``.  What cannot
+be installed becomes a :class:`Problem` (read by envdoctor/rules/gate_rules.py, ED800-ED849).
+"""
+from __future__ import annotations
+
+import datetime
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from urllib.parse import urlparse
+
+from packaging.markers import InvalidMarker, Marker
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from envdoctor.default_index import DEFAULT_INDEX_LABEL, default_index, is_default_index
+from envdoctor.gate.inputs import IndexOption, InputRequirement, InputUnit, Location
+from envdoctor.snapshot import GPU, Driver, Evidence, Framework, Platform, ProbeStatus, PythonEnv, Snapshot
+
+PYPI = default_index() or DEFAULT_INDEX_LABEL  # asked from pip: envdoctor never names a registry host itself
+TARGET_PLATFORMS = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64", "wsl2")
+TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
+TF_DISTS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly", "tf-nightly-cpu", "tf-nightly-gpu")
+_PLUGIN = re.compile(r"^jax-cuda(\d+)-(plugin|pjrt)$")
+_VARIANT = re.compile(r"^(cpu|cu\d{2,3}|rocm\d+(\.\d+)*)$")
+_INDEX_SPELLINGS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links", "--no-index")
+
+
+def _v(text: Any) -> Optional[Version]:
+    try:
+        return Version(str(text).strip()) if text not in (None, "") else None
+    except InvalidVersion:
+        return None
+
+
+def _spec(text: Optional[str]) -> Optional[SpecifierSet]:
+    try:
+        return SpecifierSet(text or "")
+    except InvalidSpecifier:
+        return None
+
+
+def _public(text: str) -> str:
+    v = _v(text)
+    return v.public if v is not None else text
+
+
+# --------------------------------------------------------------------------- the target
+
+
+@dataclass
+class Target:
+    platform: Optional[str]  # linux-x86_64 | linux-aarch64 | win-amd64 | macos-arm64 | macos-x86_64 | None
+    wsl: bool
+    python: Optional[Version]
+    python_from: str  # "target" or the input line that pins it (conda)
+    env: Dict[str, str]
+    platform_known: bool
+
+    @property
+    def tf_platform(self) -> Optional[str]:
+        return "wsl2" if self.wsl else self.platform
+
+    @property
+    def python_xy(self) -> str:
+        if self.python is None:
+            return "?"
+        rel = self.python.release + (0,)
+        return f"{rel[0]}.{rel[1]}"
+
+    def marker(self, text: Optional[str], extras: Sequence[str] = ()) -> Optional[bool]:
+        """Does a PEP 508 marker hold on the target?  None when it reads a fact the target does not state."""
+        if not text:
+            return True
+        try:
+            mk = Marker(text)
+        except InvalidMarker:
+            return None
+        if self.python is None and re.search(r"python_(full_)?version|implementation_version", text):
+            return None
+        if not self.platform_known and re.search(r"sys_platform|platform_system|platform_machine|os_name", text):
+            return None
+        values = [""]
+        if "extra" in text or "group" in text:
+            encoded = re.findall(r"""['"]((?:extra|group)-\d+-[^'"]+)['"]""", text)
+            for x in extras:
+                values.append(x)
+                values.extend(e for e in encoded if e.endswith("-" + x))
+        results = []
+        for value in values:
+            env = dict(self.env)
+            env["extra"] = value
+            try:
+                results.append(bool(mk.evaluate(env)))
+            except Exception:  # noqa: BLE001 - an odd marker: unknown
+                return None
+        return any(results)
+
+
+def platform_of(snap: Snapshot) -> Optional[str]:
+    system = (snap.platform.system or "").lower()
+    arch = (snap.platform.machine or "").lower()
+    if system == "linux":
+        return "linux-aarch64" if arch in ("aarch64", "arm64") else ("linux-x86_64" if arch in ("x86_64", "amd64") else None)
+    if system.startswith("win"):
+        return "win-amd64" if arch in ("amd64", "x86_64", "") else None
+    if system == "darwin":
+        return "macos-arm64" if arch in ("arm64", "aarch64") else "macos-x86_64"
+    return None
+
+
+def target_of(snap: Snapshot, python: Optional[str] = None, python_from: str = "target") -> Target:
+    plat = platform_of(snap)
+    pv = _v(python if python is not None else snap.python.version)
+    if pv is not None and (pv.is_prerelease or pv.local):
+        pv = Version(pv.base_version)
+    system = (snap.platform.system or "").lower()
+    sys_platform = "win32" if system.startswith("win") else ("darwin" if system == "darwin" else "linux")
+    full = ""
+    if pv is not None:
+        rel = pv.release + (0, 0)
+        full = f"{rel[0]}.{rel[1]}.{rel[2]}"
+    env = {
+        "implementation_name": "cpython", "platform_python_implementation": "CPython",
+        "implementation_version": full or "3.0.0", "python_version": full.rsplit(".", 1)[0] if full else "3.0",
+        "python_full_version": full or "3.0.0", "sys_platform": sys_platform,
+        "platform_system": {"win32": "Windows", "darwin": "Darwin"}.get(sys_platform, "Linux"),
+        "os_name": "nt" if sys_platform == "win32" else "posix",
+        "platform_machine": snap.platform.machine or "", "platform_release": "", "platform_version": "",
+    }
+    return Target(plat, bool(snap.platform.wsl), pv, python_from, env, platform_known=bool(system))
+
+
+# --------------------------------------------------------------------------- a stated target (--driver / --gpu ...)
+
+
+_PLATFORM_FACTS = {
+    "linux-x86_64": ("Linux", "x86_64", None, "linux-x86_64"),
+    "linux-aarch64": ("Linux", "aarch64", None, "linux-aarch64"),
+    "win-amd64": ("Windows", "AMD64", None, "win-amd64"),
+    "macos-arm64": ("Darwin", "arm64", None, "macosx-11.0-arm64"),
+    "wsl2": ("Linux", "x86_64", 2, "linux-x86_64"),
+}
+_CC_TEXT = re.compile(r"^\s*(?:(?:sm|compute)_\d{2,3}[af]?|\d{1,2}\.\d)\s*$", re.IGNORECASE)
+
+
+def resolve_gpu(matrices: Any, text: str) -> Tuple[str, str]:
+    """(name, compute capability) of ``--gpu sm_80 | 8.0 | "NVIDIA A100-SXM4-80GB"``; ValueError naming what is known."""
+    from envdoctor.knowledge import normalize_cc
+
+    value = str(text or "").strip()
+    known = ", ".join("sm_" + k.replace(".", "") for k in sorted(
+        getattr(matrices, "archs", {}) or {}, key=lambda c: tuple(int(x) for x in c.split("."))))
+    if _CC_TEXT.match(value):
+        cc = normalize_cc(value)
+        arch = matrices.arch(cc) if (cc is not None and matrices is not None) else None
+        if arch is None:
+            raise ValueError(f"unknown GPU architecture {value!r}; the data knows {known}")
+        return f"{arch.name} GPU (sm_{cc.replace('.', '')})", cc
+    cc = matrices.cc_for_gpu_name(value) if (matrices is not None and value) else None
+    if cc is None:
+        raise ValueError(f"unknown GPU {value!r}: neither a GPU name the data knows nor an architecture; "
+                         f"name its architecture instead ({known})")
+    return value, cc
+
+
+def stated_snapshot(matrices: Any, *, driver: Optional[str] = None, gpus: Sequence[str] = (),
+                    python: Optional[str] = None, platform: Optional[str] = None, cpu: bool = False,
+                    base: Optional[Snapshot] = None) -> Snapshot:
+    """A Snapshot from stated facts (over ``base`` when given: the stated facts replace its parts).
+    What is not stated stays unknown (probe status "unknown"), so rules stay silent about it."""
+    from envdoctor import __version__
+
+    if cpu and (driver or gpus):
+        raise ValueError("--cpu cannot be combined with --driver or --gpu (a CPU-only target has neither)")
+    if driver is not None and _v(driver) is None:
+        raise ValueError(f"--driver {driver!r} is not a driver version (e.g. 535.104.05)")
+    if python is not None and (_v(python) is None or not re.match(r"^\s*3\.\d{1,2}(\.\d+)?\s*$", python)):
+        raise ValueError(f"--python {python!r} is neither an interpreter path nor a Python version (e.g. 3.11)")
+    if platform is not None and platform not in _PLATFORM_FACTS:
+        raise ValueError(f"--platform {platform!r}: one of {', '.join(TARGET_PLATFORMS)}")
+    stated_all = base is None
+    snap = Snapshot.from_dict(base.to_dict()) if base is not None else Snapshot(
+        envdoctor_version=__version__, root="(stated)",
+        created=datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat())
+    statuses = {p.name: p for p in snap.probes}
+
+    def status(name: str, ok: bool, why: str = "") -> None:
+        statuses[name] = ProbeStatus(name, "ok" if ok else "unknown", "" if ok else why)
+
+    if platform is not None or stated_all:
+        system, machine, wsl, tag = _PLATFORM_FACTS[platform or "linux-x86_64"]
+        snap.platform = Platform(system=system, machine=machine, wsl=wsl,
+                                 evidence=[Evidence("stated:--platform", platform or "linux-x86_64 (default)")])
+        snap.python.platform_tag = tag
+        status("platform", True)
+    if gpus or driver is not None or cpu or stated_all:
+        gpu_list = []
+        for i, g in enumerate(gpus):
+            name, cc = resolve_gpu(matrices, g)
+            gpu_list.append(GPU(index=i, name=name, compute_capability=cc, source="nvml"))
+        if cpu or (driver is None and not gpu_list):
+            snap.driver = Driver(state="not_installed", nvml="missing", nvidia_smi="missing", source="stated",
+                                 evidence=[Evidence("stated:--cpu" if cpu else "stated", "no NVIDIA driver")])
+            snap.gpus = []
+            status("nvidia", True)
+        elif driver is not None:
+            snap.driver = Driver(state="ok", version=driver.strip(), source="stated:--driver", nvml="ok", nvidia_smi="ok",
+                                 evidence=[Evidence("stated:--driver", driver.strip())])
+            if gpu_list or stated_all:
+                snap.gpus = gpu_list
+            status("nvidia", True)
+        else:
+            snap.driver = Driver(state="unknown", source="stated", evidence=[Evidence("stated", "driver not stated")])
+            snap.gpus = gpu_list
+            status("nvidia", False, "driver not stated")
+    if python is not None or stated_all:
+        snap.python = PythonEnv(version=(python or "").strip(), implementation="cpython", kind="venv",
+                                platform_tag=snap.python.platform_tag,
+                                evidence=[Evidence("stated:--python", python.strip())] if python else [])
+        status("python", python is not None, "Python not stated")
+    if stated_all:
+        for name in ("toolkits", "cudnn", "loader", "rocm"):
+            status(name, False, "stated target: not stated")
+    snap.probes = list(statuses.values())
+    return snap
+
+
+# --------------------------------------------------------------------------- sources (indexes)
+
+
+@dataclass
+class Source:
+    url: str
+    kind: str  # pypi | mirror | torch-variant | torch-all | torch-nightly | jax-releases | other | unknown | direct
+    variant: Optional[str] = None
+    via: str = ""
+    loc: Optional[Location] = None
+
+    def describe(self) -> str:
+        where = f", {self.loc}" if self.loc else ""
+        return f"{self.url} ({self.via}{where})" if self.via else self.url
+
+    @property
+    def pypi_like(self) -> bool:
+        return self.kind in ("pypi", "mirror")
+
+
+def classify_url(url: str) -> Tuple[str, Optional[str]]:
+    """What an index / find-links URL serves, as far as the data can tell."""
+    try:
+        u = urlparse(url.strip())
+    except ValueError:
+        return "unknown", None
+    host = (u.hostname or "").lower()
+    path = (u.path or "").rstrip("/")
+    if is_default_index(url):
+        return "pypi", None
+    if host == "download.pytorch.org":
+        parts = [p for p in path.split("/") if p]
+        if not parts or parts[0] != "whl":
+            return "unknown", None
+        if len(parts) == 1 or parts[1] in ("torch_stable.html", "torch"):
+            return "torch-all", None
+        if parts[1] in ("nightly", "test"):
+            return "torch-nightly", None
+        if _VARIANT.match(parts[1]):
+            return "torch-variant", parts[1]
+        return "unknown", None
+    if host == "storage.googleapis.com" and "jax-releases" in path:
+        return "jax-releases", None
+    if host in ("pypi.nvidia.com", "data.pyg.org", "dl.fbaipublicfiles.com", "developer.download.nvidia.com"):
+        return "other", None
+    if "pypi" in host or "/pypi" in path.lower():
+        return "mirror", None
+    return "unknown", None
+
+
+def _source(url: str, via: str, loc: Optional[Location]) -> Source:
+    kind, variant = classify_url(url)
+    return Source(url, kind, variant, via, loc)
+
+
+@dataclass
+class Sources:
+    items: List[Source]
+    strategy: str  # pip | first-index
+    notes: List[str] = field(default_factory=list)
+    local: bool = False  # built from a local path / VCS: not judged
+
+    @property
+    def unknown(self) -> List[Source]:
+        """Indexes whose content the data cannot tell: unknown hosts, and PyPI mirrors other than the default index (a
+        private "pypi" repository may proxy the PyTorch index too) -- no error is built on what they lack."""
+        return [s for s in self.items if s.kind in ("unknown", "mirror")]
+
+
+def pip_sources(indexes: Sequence[IndexOption]) -> Sources:
+    primary: Optional[IndexOption] = None
+    extra: List[Source] = []
+    links: List[Source] = []
+    no_index = False
+    for o in indexes:
+        if o.kind == "index-url":
+            primary = o
+        elif o.kind == "extra-index-url":
+            extra.append(_source(o.url, "--extra-index-url", o.loc))
+        elif o.kind == "find-links":
+            links.append(_source(o.url, "--find-links", o.loc))
+        elif o.kind == "no-index":
+            no_index = True
+    items: List[Source] = []
+    if not no_index:
+        items.append(_source(primary.url, "--index-url", primary.loc) if primary is not None
+                     else Source(PYPI, "pypi", None, "default index"))
+        items.extend(extra)
+    items.extend(links)
+    return Sources(items, "pip")
+
+
+def uv_sources(unit: InputUnit, req: InputRequirement, target: Target, selected: Sequence[Tuple[str, str]]) -> Sources:
+    """uv: a [tool.uv.sources] entry that applies pins the index; otherwise the non-explicit [[tool.uv.index]]
+    entries in order, then the default index (PyPI unless one is marked default) -- the first that has it wins."""
+    named = {o.name: o for o in unit.indexes if o.kind == "uv-index" and o.name}
+    notes: List[str] = []
+    entries = unit.sources.get(req.name) or []
+    sel_extras = [n for k, n in selected if k == "extra"]
+    sel_groups = [n for k, n in selected if k == "group"]
+    for e in entries:
+        if "extra" in e and not (e["extra"] in sel_extras or req.group == ("extra", e["extra"])):
+            continue
+        if "group" in e and not (e["group"] in sel_groups or req.group == ("group", e["group"])):
+            continue
+        if "marker" in e:
+            ok = target.marker(e["marker"])
+            if ok is False:
+                continue
+            if ok is None:
+                notes.append(f"[tool.uv.sources] {req.name} marker {e['marker']!r} cannot be evaluated for the target; used")
+        if "index" in e:
+            o = named.get(e["index"])
+            if o is None:
+                notes.append(f"[tool.uv.sources] {req.name} names index {e['index']!r}, which no [[tool.uv.index]] defines")
+                return Sources([], "first-index", notes)
+            return Sources([_source(o.url, f"uv index {o.name!r}", o.loc)], "first-index", notes)
+        if "url" in e:
+            return Sources([Source(e["url"], "direct", None, "uv source url")], "first-index", notes)
+        return Sources([], "first-index", notes + [f"{req.name} comes from a local path / git source: not judged"], local=True)
+    items: List[Source] = []
+    default = None
+    for o in unit.indexes:
+        if o.kind == "uv-index" and not o.explicit:
+            if o.default:
+                default = o
+            else:
+                items.append(_source(o.url, f"uv index {o.name!r}" if o.name else "uv index", o.loc))
+        elif o.kind == "extra-index-url":
+            items.append(_source(o.url, "extra-index-url", o.loc))
+        elif o.kind == "index-url":
+            default = o
+    items.append(_source(default.url, "default index", default.loc) if default is not None
+                 else Source(PYPI, "pypi", None, "default index"))
+    return Sources(items, "first-index", notes)
+
+
+# --------------------------------------------------------------------------- the plan model
+
+
+@dataclass
+class Problem:
+    """Why (part of) the install cannot work as written; gate_rules.py turns it into a finding."""
+
+    kind: str  # not-served | variant-unpublished | unknown-version | no-wheel-python | no-wheel-platform | contradict |
+    #            wheel-tags | ignored-option | pins-unresolvable | no-extra
+    severity: str
+    subject: str
+    locs: List[Location]
+    facts: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PlannedPackage:
+    family: str  # torch | torchvision | torchaudio | tensorflow | jax | jaxlib | jax-plugin | nvidia
+    name: str  # distribution
+    requirements: List[InputRequirement] = field(default_factory=list)
+    constraints: List[InputRequirement] = field(default_factory=list)
+    version: Optional[str] = None
+    source: Optional[Source] = None
+    frameworks: List[Framework] = field(default_factory=list)
+    summary: str = ""  # "torch 2.1.2+cu121 (CUDA 12.1, cuDNN 8.9.2.26)"
+    assumptions: List[str] = field(default_factory=list)
+    installable: bool = True
+
+    @property
+    def primary(self) -> Optional[InputRequirement]:
+        reqs = self.requirements or self.constraints
+        return reqs[0] if reqs else None
+
+    @property
+    def locs(self) -> List[Location]:
+        return [r.loc for r in self.requirements + self.constraints]
+
+
+@dataclass
+class Plan:
+    unit: InputUnit
+    target: Target
+    packages: List[PlannedPackage] = field(default_factory=list)
+    problems: List[Problem] = field(default_factory=list)
+    assumptions: List[str] = field(default_factory=list)
+    installed: Dict[str, str] = field(default_factory=dict)  # distribution -> version the install leaves
+    pins: Dict[str, List[Tuple[Any, ...]]] = field(default_factory=dict)  # package -> [(spec, owner, loc, Framework)]
+
+    @property
+    def frameworks(self) -> List[Framework]:
+        return [fw for p in self.packages for fw in p.frameworks]
+
+    def input_locations(self) -> Dict[str, Location]:
+        return {str(r.loc): r.loc for r in self.unit.requirements}
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "input": self.unit.path,
+            "kind": self.unit.kind,
+            "files": list(self.unit.files),
+            "target_python": str(self.target.python) if self.target.python is not None else None,
+            "target_python_from": self.target.python_from,
+            "target_platform": self.target.platform,
+            "packages": [{
+                "name": p.name, "family": p.family, "version": p.version, "summary": p.summary,
+                "installable": p.installable,
+                "source": p.source.describe() if p.source else None,
+                "locations": [str(x) for x in p.locs],
+                "requirements": [r.raw for r in p.requirements + p.constraints],
+                "frameworks": [{"name": f.name, "distribution": f.distribution, "version": f.version, "build": f.build,
+                                "cuda_version": f.cuda_version, "cudnn_version": f.cudnn_version,
+                                "requires": list(f.requires)} for f in p.frameworks],
+                "assumptions": list(p.assumptions),
+            } for p in self.packages],
+            "installed": dict(sorted(self.installed.items())),
+            "assumptions": list(self.assumptions),
+        }
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def family_of(req: InputRequirement) -> Optional[str]:
+    n = req.name
+    if req.conda:
+        return "conda-torch" if n in ("pytorch", "pytorch-gpu") else None
+    if n in TORCH_FAMILY:
+        return n
+    if n in TF_DISTS:
+        return "tensorflow"
+    if n in ("jax", "jaxlib"):
+        return n
+    if _PLUGIN.match(n):
+        return "jax-plugin"
+    if n.startswith("nvidia-") and n not in ("nvidia-ml-py", "nvidia-ml-py3"):
+        return "nvidia"
+    return None
+
+
+class _Planner:
+    def __init__(self, unit: InputUnit, snap: Snapshot, matrices: Any, selected: Sequence[Tuple[str, str]],
+                 pre: bool) -> None:
+        self.unit = unit
+        self.m = matrices
+        self.selected = list(selected)
+        self.pre = pre
+        py, py_from = None, "target"
+        self.python_note = ""
+        if unit.python is not None:
+            spec_text, loc = unit.python
+            py, py_from = self._conda_python(spec_text, loc, snap)
+        self.t = target_of(snap, python=py, python_from=py_from)
+        self.plan = Plan(unit, self.t)
+        if self.python_note:
+            self.plan.assumptions.append(self.python_note)
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _conda_python(self, spec_text: str, loc: Location, snap: Snapshot) -> Tuple[Optional[str], str]:
+        mm = re.match(r"^==(\d+\.\d+(?:\.\d+)?)(\.\*)?$", spec_text or "")
+        if mm:
+            return mm.group(1), str(loc)
+        sp = _spec(spec_text)
+        tv = _v(snap.python.version)
+        if sp is not None and tv is not None and sp.contains(Version(tv.base_version), prereleases=True):
+            return None, "target"
+        self.python_note = (f"{loc}: python{spec_text or ''} does not say which Python conda picks: "
+                            f"Python support not judged")
+        return "", str(loc)
+
+    def note(self, text: str) -> None:
+        if text not in self.plan.assumptions:
+            self.plan.assumptions.append(text)
+
+    def problem(self, kind: str, severity: str, subject: str, reqs: Sequence[InputRequirement], **facts: Any) -> Problem:
+        p = Problem(kind, severity, subject, [r.loc for r in reqs], facts)
+        self.plan.problems.append(p)
+        return p
+
+    def sources(self, req: InputRequirement) -> Sources:
+        if req.url:
+            return Sources([Source(req.url, "direct", None, "direct URL", req.loc)], "pip")
+        if req.index:
+            return Sources([_source(req.index, "lock file", req.loc)], "first-index")
+        if self.unit.kind == "pyproject" and self.unit.strategy == "first-index":
+            return uv_sources(self.unit, req, self.t, self.selected)
+        if self.unit.kind == "pylock":
+            return Sources([Source(PYPI, "pypi", None, "default index")], "pip")
+        return pip_sources([o for o in self.unit.indexes if o.kind != "uv-index"])
+
+    def python_ok(self, spec_text: Optional[str]) -> Optional[bool]:
+        if self.t.python is None or not spec_text:
+            return None
+        sp = _spec(spec_text)
+        if sp is None:
+            return None
+        return sp.contains(self.t.python, prereleases=True)
+
+    def spec_of(self, reqs: Sequence[InputRequirement]) -> SpecifierSet:
+        texts = [r.specifier for r in reqs if r.specifier]
+        return _spec(",".join(texts)) or SpecifierSet("")
+
+    # -- requirements ------------------------------------------------------------------------------
+    def selected_requirements(self) -> List[InputRequirement]:
+        chosen = set(self.selected)
+        unit = self.unit
+        blocked: set = set()
+        if not chosen:
+            for group in unit.conflicts:
+                blocked.update(group)
+            if blocked:
+                names = ", ".join(f"{k} {n}" for k, n in sorted(blocked))
+                self.note(f"{unit.path}: {names} are declared as conflicting ([tool.uv] conflicts): judged without them; "
+                          f"name one with --extra / --group")
+        out = []
+        for r in unit.requirements:
+            if r.group and r.group[0] in ("extra", "group"):
+                if chosen and r.group not in chosen:
+                    continue
+                if not chosen and r.group in blocked:
+                    continue
+            ok = self.t.marker(r.marker, [n for _, n in chosen] or ([r.group[1]] if r.group else []))
+            if ok is False:
+                continue
+            if ok is None:
+                self.note(f"{r.loc}: marker {r.marker!r} cannot be evaluated for the target; {r.name} assumed to install")
+            out.append(r)
+        return out
+
+    # -- the whole unit --------------------------------------------------------------------------------
+    def run(self) -> Plan:
+        by_family: Dict[str, List[InputRequirement]] = {}
+        for r in self.selected_requirements():
+            fam = family_of(r)
+            if fam is not None:
+                by_family.setdefault(fam, []).append(r)
+        for line in self.unit.notes:
+            self.note(line)
+        torch_pkg = None
+        if "torch" in by_family:
+            torch_pkg = self.resolve_torch(by_family["torch"])
+        for comp in ("torchvision", "torchaudio"):
+            if comp in by_family:
+                self.resolve_companion(comp, by_family[comp], torch_pkg)
+                if torch_pkg is None:
+                    torch_pkg = self.implied_torch(comp)
+        if "conda-torch" in by_family:
+            self.resolve_conda_torch(by_family["conda-torch"])
+        if "tensorflow" in by_family:
+            for dist in sorted({r.name for r in by_family["tensorflow"]}):
+                self.resolve_tensorflow(dist, [r for r in by_family["tensorflow"] if r.name == dist])
+        if "jax" in by_family or "jaxlib" in by_family or "jax-plugin" in by_family:
+            self.resolve_jax(by_family.get("jax", []), by_family.get("jaxlib", []), by_family.get("jax-plugin", []))
+        self.resolve_pins(by_family.get("nvidia", []))
+        for pkg in self.plan.packages:
+            if not pkg.frameworks:
+                pkg.installable = False
+                failing = any(p.severity == "error" and set(p.locs) & set(pkg.locs) for p in self.plan.problems)
+                pkg.summary = f"{pkg.primary.raw if pkg.primary else pkg.name} (" + (
+                    "cannot be installed" if failing else "not judged") + ")"
+        for r in self.selected_requirements():
+            for opt, value in r.ignored_options:
+                if opt in _INDEX_SPELLINGS and family_of(r) is not None:
+                    self.problem("ignored-option", "warning", r.raw, [r], option=opt, value=value, requirement=r)
+        return self.plan
+
+    # -- generic choice ----------------------------------------------------------------------------
+    def choose(self, cands: List[Dict[str, Any]], spec: SpecifierSet, srcs: Sources):
+        """(chosen, matching, viable): candidates the specifiers allow, those with a wheel for the target Python."""
+        if srcs.strategy == "first-index":
+            for s in srcs.items:
+                mine = [c for c in cands if c["source"] is s]
+                if mine:
+                    cands = mine
+                    break
+        matching = [c for c in cands if spec.contains(c["version"], prereleases=True if self.pre else None)]
+        viable = [c for c in matching if c["python_ok"] is not False and c.get("platform_ok", True)]
+        chosen = max(viable, key=lambda c: c["version"]) if viable else None
+        return chosen, matching, viable
+
+    # -- torch -----------------------------------------------------------------------------------------
+    def _plat_ok(self, var) -> bool:
+        return self.t.platform is None or not var.platforms or self.t.platform in var.platforms
+
+    def torch_candidates(self, srcs: Sources) -> List[Dict[str, Any]]:
+        out: List[Dict[str, Any]] = []
+        if self.m is None:
+            return out
+        for s in srcs.items:
+            for rel in self.m.pytorch_releases:
+                variants = []
+                if s.pypi_like:
+                    var = rel.default_variant(self.t.platform or "linux-x86_64")
+                    if var is not None:
+                        variants.append((var, ""))
+                elif s.kind == "torch-variant":
+                    var = rel.variant(s.variant or "")
+                    if var is not None and self._plat_ok(var):
+                        variants.append((var, var.local_label or "+" + var.name))
+                elif s.kind == "torch-all":
+                    variants.extend((var, var.local_label or "+" + var.name) for var in rel.variants if self._plat_ok(var))
+                for var, label in variants:
+                    for patch in rel.patches:
+                        prow = rel.patch(patch)
+                        py = prow.python if prow is not None and prow.python else rel.python
+                        out.append({"version": Version(patch + label), "text": patch + label, "release": rel,
+                                    "variant": var, "patch": patch, "source": s, "python_ok": self.python_ok(py),
+                                    "python_spec": py})
+        return out
+
+    def resolve_torch(self, reqs: List[InputRequirement]) -> Optional[PlannedPackage]:
+        pkg = self._package("torch", "torch", reqs)
+        primary = pkg.primary
+        direct = next((r for r in reqs if r.url and r.version), None)
+        if direct is not None:
+            return self._torch_direct(pkg, direct)
+        srcs = self.sources(primary)
+        for n in srcs.notes:
+            self.note(n)
+        if srcs.local:
+            return None
+        spec = self.spec_of(reqs)
+        cands = self.torch_candidates(srcs)
+        chosen, matching, viable = self.choose(cands, spec, srcs)
+        if chosen is not None:
+            self._torch_chosen(pkg, chosen, spec, srcs, cands)
+            return pkg
+        return self._torch_failed(pkg, reqs, spec, srcs, matching)
+
+    def _torch_chosen(self, pkg: PlannedPackage, c: Dict[str, Any], spec: SpecifierSet, srcs: Sources, cands) -> None:
+        var, rel = c["variant"], c["release"]
+        pkg.version, pkg.source = c["text"], c["source"]
+        exact = [s for s in spec if s.operator in ("==", "===") and "*" not in s.version]
+        if not exact or (exact and Version(exact[0].version).local is None and c["text"] != exact[0].version):
+            why = []
+            if not exact:
+                why.append(f"the newest release envdoctor's data knows that matches {spec or 'any version'}"
+                           + (f" and has a wheel for Python {self.t.python_xy}" if self.t.python is not None else ""))
+            others = sorted({str(x["text"]) for x in cands if x["source"] is not c["source"]
+                             and Version(x["version"].public) == Version(c["version"].public)})
+            if c["source"].kind != "pypi" and others:
+                why.append(f"from {c['source'].describe()}; pip prefers it to {', '.join(others)} because a local "
+                           f"version label sorts higher")
+            elif c["source"].kind != "pypi":
+                why.append(f"from {c['source'].describe()}")
+            pkg.assumptions.append(f"{pkg.primary.loc}: {pkg.primary.raw} -> torch {c['text']} ({'; '.join(why)})")
+        if srcs.unknown and c["source"] not in srcs.unknown:
+            pkg.assumptions.append(f"{pkg.primary.loc}: {', '.join(s.url for s in srcs.unknown)} not known to "
+                                   f"envdoctor's data: assumed not to serve another torch build")
+        pkg.frameworks = [self.torch_framework(pkg, var, rel, c["text"], c["patch"])]
+        pkg.summary = self._torch_summary(c["text"], var)
+
+    def _torch_summary(self, text: str, var) -> str:
+        if var.kind == "cuda":
+            return f"torch {text} (CUDA {var.cuda}" + (f", cuDNN {var.cudnn}" if var.cudnn else "") + ")"
+        if var.kind == "rocm":
+            return f"torch {text} (ROCm {var.rocm or var.name[4:]})"
+        return f"torch {text} (CPU only)"
+
+    def torch_framework(self, pkg: PlannedPackage, var, rel, text: str, patch: str, conda: bool = False) -> Framework:
+        prow = rel.patch(patch)
+        requires: List[str] = []
+        linux = 'platform_system == "Linux" and platform_machine == "x86_64"'
+        if not conda and var.kind == "cuda" and var.pypi_default and var.nvidia_pins:
+            for name, sp in var.nvidia_pins.items():
+                sp = sp if sp[:1] in "<>=!~" else f"=={sp}"
+                requires.append(f"{name}{sp}; {linux}")
+        if not conda and var.kind == "cuda" and prow is not None and prow.triton:
+            requires.append(f"triton{prow.triton}; {linux}")
+        arch = None
+        if var.kind == "cuda" and var.arch_list and var.ptx is not None and not var.arch_unverified:
+            arch = list(var.arch_list_aarch64 or var.arch_list) if self.t.platform == "linux-aarch64" else list(var.arch_list)
+            if var.ptx and arch:
+                arch.append("compute_" + arch[-1].split("_", 1)[1])
+        return Framework(
+            name="torch", distribution="torch", version=text, build=var.kind,
+            cuda_version=var.cuda if var.kind == "cuda" else None,
+            cudnn_version=var.cudnn if var.kind == "cuda" else None,
+            rocm_version=(var.rocm or var.name[4:]) if var.kind == "rocm" else None,
+            arch_list=arch, requires=requires,
+            requires_python=(prow.requires_python if prow is not None and prow.requires_python else rel.requires_python),
+            location="(planned)", evidence=self._evidence(pkg))
+
+    def _evidence(self, pkg: PlannedPackage) -> List[Evidence]:
+        return [Evidence(str(r.loc), r.raw) for r in pkg.requirements + pkg.constraints]
+
+    def _torch_failed(self, pkg: PlannedPackage, reqs, spec: SpecifierSet, srcs: Sources, matching) -> Optional[PlannedPackage]:
+        primary = pkg.primary
+        m = self.m
+        if m is None:
+            return None
+        subject = primary.raw
+        if matching:  # versions exist on the indexes but have no wheel for this Python
+            best = max(matching, key=lambda c: c["version"])
+            self.problem("no-wheel-python", "error", subject, reqs, package="torch", version=best["text"],
+                         python=str(self.t.python), python_spec=best["python_spec"], release=best["release"],
+                         family="torch")
+            self._torch_chosen(pkg, best, spec, srcs, matching)
+            pkg.installable = False
+            return pkg
+        contradiction = self._contradiction(reqs, lambda sp: any(sp.contains(c["version"], prereleases=True)
+                                                               for c in self.torch_candidates(Sources(
+                                                                   [Source("", "torch-all"), Source(PYPI, "pypi")], "pip"))))
+        if contradiction:
+            return None
+        exact = [s for s in spec if s.operator in ("==", "===") and "*" not in s.version]
+        if not exact:
+            self._range_unknown(pkg, reqs, spec, "torch")
+            return None
+        ev = _v(exact[0].version)
+        if ev is None:
+            return None
+        rel = m.torch_release(str(ev))
+        if rel is None or not rel.has_patch(str(ev)):
+            self._unknown_version(pkg, reqs, "torch", str(ev), rel)
+            return None
+        label = ev.local
+        if label and not _VARIANT.match(label.split(".")[0]):
+            self.note(f"{primary.loc}: torch {ev} is a local build label envdoctor's data does not describe: not judged")
+            return None
+        var = rel.variant(label) if label else None
+        if label and var is None:
+            self.problem("variant-unpublished", "error", subject, reqs, package="torch", version=str(ev), label=label,
+                         release=rel, published=[v.name for v in rel.variants], family="torch")
+            return None
+        if var is not None and not self._plat_ok(var):
+            self.problem("no-wheel-platform", "error", subject, reqs, package="torch", version=str(ev),
+                         platform=self.t.platform, platforms=list(var.platforms), family="torch")
+            return None
+        if var is None:
+            var = rel.default_variant(self.t.platform or "linux-x86_64")
+            if var is None:
+                return None
+        text = f"{ev.public}{(var.local_label or '+' + var.name) if label else ''}"
+        if srcs.unknown:
+            pkg.assumptions.append(f"{primary.loc}: assumed {', '.join(s.url for s in srcs.unknown)} serves torch {text}")
+            c = {"text": text, "variant": var, "release": rel, "patch": ev.public, "source": srcs.unknown[0],
+                 "version": Version(text), "python_ok": True}
+            self._torch_chosen(pkg, c, spec, srcs, [c])
+            return pkg
+        ignored = [(r, opt, val) for r in reqs for opt, val in r.ignored_options]
+        self.problem("not-served", "error", subject, reqs, package="torch", version=text, variant=var, release=rel,
+                     sources=list(srcs.items), serving=var.index_url, ignored=ignored, family="torch",
+                     strategy=srcs.strategy)
+        c = {"text": text, "variant": var, "release": rel, "patch": ev.public, "source": None, "version": Version(text),
+             "python_ok": True}
+        pkg.version = text
+        pkg.frameworks = [self.torch_framework(pkg, var, rel, text, ev.public)]
+        pkg.summary = self._torch_summary(text, var)
+        pkg.installable = False
+        return pkg
+
+    def _torch_direct(self, pkg: PlannedPackage, req: InputRequirement) -> Optional[PlannedPackage]:
+        ev = _v(req.version)
+        m = self.m
+        if ev is None or m is None:
+            return None
+        rel = m.torch_release(str(ev))
+        label = ev.local
+        var = None
+        if rel is not None:
+            var = rel.variant(label) if label else rel.default_variant(self.t.platform or "linux-x86_64")
+        if rel is None or var is None or not rel.has_patch(str(ev)):
+            self.note(f"{req.loc}: torch {ev} from a direct URL is not in envdoctor's data: not judged")
+            return None
+        self._check_tags(req, "torch", str(ev))
+        pkg.version, pkg.source = str(ev), Source(req.url or "", "direct", None, "direct URL", req.loc)
+        pkg.frameworks = [self.torch_framework(pkg, var, rel, str(ev), ev.public)]
+        pkg.summary = self._torch_summary(str(ev), var)
+        return pkg
+
+    def _check_tags(self, req: InputRequirement, package: str, version: str) -> None:
+        if not req.wheel_tags:
+            return
+        bad = wheel_tag_mismatch(req.wheel_tags, self.t)
+        if bad:
+            self.problem("wheel-tags", "error", req.raw, [req], package=package, version=version, url=req.url,
+                         tags=list(req.wheel_tags), why=bad)
+
+    def _contradiction(self, reqs: Sequence[InputRequirement], exists) -> bool:
+        """Each requirement alone matches something but together nothing: pip's ResolutionImpossible."""
+        own = [(r, _spec(r.specifier)) for r in reqs if r.specifier]
+        if len(own) < 2 or not all(sp is not None and exists(sp) for _, sp in own):
+            return False
+        self.problem("contradict", "error", reqs[0].raw, [r for r, _ in own], package=reqs[0].name,
+                     requirements=[(r.raw, str(r.loc)) for r, _ in own])
+        return True
+
+    def _unknown_version(self, pkg: PlannedPackage, reqs, package: str, version: str, rel) -> None:
+        m = self.m
+        newest = m.newest_known(package) if m is not None else None
+        v = _v(version)
+        level, why = "warning", "newer than envdoctor's data"
+        if rel is not None and v is not None:
+            series_newest = rel.newest_patch
+            later = [r for r in (m.pytorch_releases if package == "torch" else []) if Version(r.version) > Version(rel.version)]
+            why = (f"not a {rel.version} release envdoctor's data knows (the {rel.version} series has "
+                   f"{', '.join(rel.patches)})")
+            # The data lists every patch of a series up to the day it was collected; a series that a newer one
+            # followed gets no new patches, so a patch it lacks does not exist.
+            if series_newest and (Version(v.public) < Version(series_newest) or later):
+                level = "error"
+        elif v is not None and package == "torch" and m is not None and m.pytorch_releases:
+            oldest = min(Version(r.version) for r in m.pytorch_releases)
+            if Version(f"{v.major}.{v.minor}") < oldest:
+                level, why = "info", f"older than envdoctor's data (it starts at torch {oldest})"
+        self.problem("unknown-version", level, reqs[0].raw, reqs, package=package, version=version, newest=newest,
+                     why=why, collected=getattr(m, "collected", ""))
+
+    def _range_unknown(self, pkg: PlannedPackage, reqs, spec: SpecifierSet, package: str) -> None:
+        self.problem("unknown-version", "warning", reqs[0].raw, reqs, package=package, version=str(spec),
+                     newest=self.m.newest_known(package) if self.m is not None else None,
+                     why="no release envdoctor's data knows matches it, on the indexes in effect",
+                     collected=getattr(self.m, "collected", ""))
+
+    def _package(self, family: str, name: str, reqs: List[InputRequirement]) -> PlannedPackage:
+        pkg = PlannedPackage(family, name, [r for r in reqs if not r.constraint], [r for r in reqs if r.constraint])
+        if not pkg.requirements:
+            pkg.requirements, pkg.constraints = pkg.constraints, []
+        self.plan.packages.append(pkg)
+        return pkg
+
+    # -- torchvision / torchaudio ----------------------------------------------------------------------------
+    def companion_candidates(self, name: str, srcs: Sources) -> List[Dict[str, Any]]:
+        out = []
+        if self.m is None:
+            return out
+        for s in srcs.items:
+            for rel in self.m.pytorch_releases:
+                pairs = []
+                if s.pypi_like:
+                    var = rel.default_variant(self.t.platform or "linux-x86_64")
+                    if var is not None:
+                        pairs.append((var, ""))
+                elif s.kind == "torch-variant":
+                    var = rel.variant(s.variant or "")
+                    if var is not None and self._plat_ok(var):
+                        pairs.append((var, var.local_label or "+" + var.name))
+                elif s.kind == "torch-all":
+                    pairs.extend((var, var.local_label or "+" + var.name) for var in rel.variants if self._plat_ok(var))
+                for prow in rel.patch_rows:
+                    cv = getattr(prow, name, None)
+                    if not cv or _v(cv) is None:
+                        continue
+                    py = prow.python or rel.python
+                    for var, label in pairs:
+                        out.append({"version": Version(cv + label), "text": cv + label, "release": rel, "variant": var,
+                                    "patch": prow.version, "requires": getattr(prow, f"{name}_requires", None),
+                                    "source": s, "python_ok": self.python_ok(py), "python_spec": py})
+        return out
+
+    def resolve_companion(self, name: str, reqs: List[InputRequirement], torch_pkg: Optional[PlannedPackage]) -> None:
+        pkg = self._package(name, name, reqs)
+        srcs = self.sources(pkg.primary)
+        if srcs.local:
+            return
+        spec = self.spec_of(reqs)
+        cands = self.companion_candidates(name, srcs)
+        tver = _v(torch_pkg.version) if torch_pkg is not None and torch_pkg.version else None
+        if tver is not None:
+            fitting = [c for c in cands
+                       if c["requires"] and (_spec(c["requires"]) or SpecifierSet("")).contains(tver, prereleases=True)]
+            chosen, _, _ = self.choose(fitting, spec, srcs)
+            if chosen is None:
+                chosen, _, _ = self.choose(cands, spec, srcs)
+        else:
+            chosen, _, _ = self.choose(cands, spec, srcs)
+        if chosen is None:
+            self.note(f"{pkg.primary.loc}: {pkg.primary.raw}: no {name} build in envdoctor's data fits; not judged")
+            self.plan.packages.remove(pkg)
+            return
+        var = chosen["variant"]
+        pkg.version, pkg.source = chosen["text"], chosen["source"]
+        pkg.summary = f"{name} {chosen['text']}" + (f" (CUDA {var.cuda})" if var.kind == "cuda" else f" ({var.kind})")
+        if not [s for s in spec if s.operator in ("==", "===")]:
+            pkg.assumptions.append(f"{pkg.primary.loc}: {pkg.primary.raw} -> {name} {chosen['text']}"
+                                   + (f" (the release built for torch {tver})" if tver
+                                      else " (the newest fitting release in the data)"))
+        pkg.frameworks = [Framework(
+            name=name, distribution=name, version=chosen["text"], build=var.kind,
+            cuda_version=var.cuda if var.kind == "cuda" else None,
+            requires=[f"torch{chosen['requires']}"] if chosen["requires"] else [],
+            location="(planned)", evidence=self._evidence(pkg))]
+
+    def implied_torch(self, comp: str) -> Optional[PlannedPackage]:
+        cpkg = next((p for p in self.plan.packages if p.family == comp), None)
+        if cpkg is None or not cpkg.frameworks or not cpkg.frameworks[0].requires:
+            return None
+        req_text = cpkg.frameworks[0].requires[0]
+        primary = cpkg.primary
+        synthetic = InputRequirement(name="torch", raw=primary.raw, loc=primary.loc, specifier=req_text[len("torch"):],
+                                     group=primary.group)
+        srcs = self.sources(primary)
+        cands = self.torch_candidates(srcs)
+        label = _v(cpkg.version).local if _v(cpkg.version) is not None else None
+        if label:
+            cands = [c for c in cands if c["version"].local == label]
+        chosen, _, _ = self.choose(cands, self.spec_of([synthetic]), srcs)
+        if chosen is None:
+            return None
+        pkg = self._package("torch", "torch", [synthetic])
+        self._torch_chosen(pkg, chosen, self.spec_of([synthetic]), srcs, cands)
+        pkg.assumptions = [f"{primary.loc}: torch {chosen['text']} comes in as a dependency of {comp} {cpkg.version} "
+                           f"({req_text})"]
+        return pkg
+
+    # -- conda pytorch ---------------------------------------------------------------------------------
+    def resolve_conda_torch(self, reqs: List[InputRequirement]) -> None:
+        m = self.m
+        primary = reqs[0]
+        conda_reqs = {r.name: r for r in self.unit.requirements if r.conda}
+        channel = primary.conda_channel or ("pytorch" if "pytorch" in self.unit.channels else None)
+        if channel != "pytorch":
+            self.note(f"{primary.loc}: {primary.raw} from {channel or 'the default / conda-forge channels'}: those "
+                      f"builds are not in envdoctor's data; not judged")
+            return
+        cuda = None
+        kind = None
+        build = primary.conda_build or ""
+        mm = re.search(r"cuda(\d+)\.(\d+)", build)
+        if mm:
+            kind, cuda = "cuda", f"{mm.group(1)}.{mm.group(2)}"
+        elif "cpu" in build:
+            kind = "cpu"
+        for sel in ("pytorch-cuda", "cudatoolkit"):
+            if kind is None and sel in conda_reqs:
+                mm = re.match(r"^==(\d+)\.(\d+)", conda_reqs[sel].specifier or "")
+                if mm:
+                    kind, cuda = "cuda", f"{mm.group(1)}.{mm.group(2)}"
+        if kind is None and ("cpuonly" in conda_reqs or primary.name == "pytorch-cpu"):
+            kind = "cpu"
+        if kind is None or m is None:
+            self.note(f"{primary.loc}: {primary.raw} without pytorch-cuda / cudatoolkit / cpuonly: the build conda "
+                      f"picks depends on the solver; not judged")
+            return
+        vname = "cpu" if kind == "cpu" else "cu" + cuda.replace(".", "")
+        last = next((c.last for c in m.conda if c.channel == "pytorch"), None)
+        spec = self.spec_of([primary])
+        pkg = self._package("torch", "torch", [primary] + [conda_reqs[n] for n in ("pytorch-cuda", "cudatoolkit", "cpuonly")
+                                                          if n in conda_reqs])
+        pkg.source = Source("https://conda.anaconda.org/pytorch", "conda", vname, "conda channel pytorch")
+        best = None
+        for rel in m.pytorch_releases:
+            if last and Version(rel.version) > Version(last):
+                continue
+            var = rel.variant(vname)
+            if var is None:
+                continue
+            for patch in rel.patches:
+                if spec.contains(Version(patch), prereleases=True) and (best is None or Version(patch) > Version(best[2])):
+                    best = (rel, var, patch)
+        if best is None:
+            exact = [s for s in spec if s.operator == "=="]
+            rel = m.torch_release(exact[0].version.rstrip(".*")) if exact else None
+            if rel is not None and rel.variant(vname) is None:
+                self.problem("variant-unpublished", "error", primary.raw, pkg.requirements, package="torch",
+                             version=rel.version, label=vname, release=rel, published=[v.name for v in rel.variants],
+                             family="torch", conda=True)
+            else:
+                self.note(f"{primary.loc}: no pytorch-channel build in envdoctor's data matches {primary.raw} with {vname}"
+                          + (f" (the pytorch channel ends with {last})" if last else ""))
+            self.plan.packages.remove(pkg)
+            return
+        rel, var, patch = best
+        pkg.version = patch
+        pkg.frameworks = [self.torch_framework(pkg, var, rel, patch, patch, conda=True)]
+        pkg.summary = self._torch_summary(patch, var) + " from the conda pytorch channel"
+        if not [s for s in spec if s.operator == "==" and "*" not in s.version]:
+            pkg.assumptions.append(f"{primary.loc}: {primary.raw} -> pytorch {patch} ({vname}), the newest the pytorch "
+                                   f"channel has in envdoctor's data" + (f" (the channel ends with {last})" if last else ""))
+        pkg.assumptions.append(f"{primary.loc}: conda build assumed to have the arch list and cuDNN of the pip {vname} build")
+
+    # -- tensorflow -------------------------------------------------------------------------------------
+    def resolve_tensorflow(self, dist: str, reqs: List[InputRequirement]) -> None:
+        m = self.m
+        if m is None:
+            return
+        pkg = self._package("tensorflow", dist, reqs)
+        primary = pkg.primary
+        srcs = self.sources(primary)
+        if srcs.local:
+            self.plan.packages.remove(pkg)
+            return
+        spec = self.spec_of(reqs)
+        usable = [s for s in srcs.items if s.pypi_like or s.kind in ("unknown", "direct")]
+        if not usable:
+            self.problem("not-served", "error", primary.raw, reqs, package=dist, version=str(spec) or "",
+                         sources=list(srcs.items), serving=PYPI, ignored=[], family="tensorflow", strategy=srcs.strategy)
+            self.plan.packages.remove(pkg)
+            return
+        src = usable[0]
+        cands = []
+        exact = [s for s in spec if s.operator in ("==", "===") and "*" not in s.version]
+        for rel in m.tensorflow_releases:
+            versions = [rel.tested]
+            for s in exact:
+                ev = _v(s.version)
+                if ev is not None and m.tf_release(s.version) is rel and s.version not in versions:
+                    versions.append(s.version)
+            for text in versions:
+                cands.append({"version": Version(text), "text": text, "release": rel, "source": src,
+                              "python_ok": self.python_ok(rel.python), "python_spec": rel.python})
+        pre = self.pre or any(_v(s.version) is not None and _v(s.version).is_prerelease for s in exact)
+        matching = [c for c in cands if spec.contains(c["version"], prereleases=True if pre else None)]
+        viable = [c for c in matching if c["python_ok"] is not False]
+        subject = primary.raw
+        if not viable:
+            if matching:
+                best = max(matching, key=lambda c: c["version"])
+                self.problem("no-wheel-python", "error", subject, reqs, package=dist, version=best["text"],
+                             python=str(self.t.python), python_spec=best["python_spec"], release=best["release"],
+                             family="tensorflow")
+                self._tf_chosen(pkg, best, dist, spec)
+                pkg.installable = False
+                return
+            if self._contradiction(reqs, lambda sp: any(sp.contains(c["version"], prereleases=True) for c in cands)):
+                self.plan.packages.remove(pkg)
+                return
+            if exact:
+                self._unknown_version(pkg, reqs, "tensorflow", exact[0].version, None)
+            else:
+                self._range_unknown(pkg, reqs, spec, "tensorflow")
+            self.plan.packages.remove(pkg)
+            return
+        best = max(viable, key=lambda c: c["version"])
+        self._tf_chosen(pkg, best, dist, spec)
+
+    def _tf_chosen(self, pkg: PlannedPackage, c: Dict[str, Any], dist: str, spec: SpecifierSet) -> None:
+        rel = c["release"]
+        text = c["text"]
+        primary = pkg.primary
+        extras = {x for r in pkg.requirements + pkg.constraints for x in r.extras}
+        plat = self.t.tf_platform
+        if dist.endswith("-cpu"):
+            build = "cpu"
+        elif plat is None:
+            build = "unknown"
+        else:
+            build = "cuda" if rel.gpu_on(plat) else "cpu"
+        requires = []
+        if build == "cuda":
+            requires = [f'{n}{sp}; extra == "and-cuda"' for n, sp in rel.and_cuda.items()]
+        pkg.version, pkg.source = text, c["source"]
+        if not [s for s in spec if s.operator in ("==", "===") and "*" not in s.version]:
+            pkg.assumptions.append(f"{primary.loc}: {primary.raw} -> {dist} {text} (the newest release envdoctor's data "
+                                   f"knows that matches" + (f" and supports Python {self.t.python_xy}" if self.t.python else "")
+                                   + f"; the data knows the {rel.version} series by its tested release {rel.tested})")
+        if "and-cuda" in extras:
+            if not rel.and_cuda:
+                self.problem("no-extra", "warning", primary.raw, pkg.requirements, package=dist, version=text,
+                             extra="and-cuda", family="tensorflow",
+                             consequence=f"pip installs {dist} {text} without the CUDA libraries (the [and-cuda] extra "
+                                         f"exists from TensorFlow 2.14)")
+            elif build == "cuda":
+                pkg.assumptions.append(f"{primary.loc}: [and-cuda] installs the nvidia-* wheels {dist} {text} pins")
+        fw = Framework(name="tensorflow", distribution=dist, version=text, build=build,
+                       cuda_version=rel.cuda if build == "cuda" else None,
+                       cudnn_version=rel.cudnn if build == "cuda" else None,
+                       requires=requires, requires_python=rel.requires_python, location="(planned)",
+                       evidence=self._evidence(pkg))
+        pkg.frameworks = [fw]
+        pkg.summary = f"{dist} {text}" + (f" (CUDA {rel.cuda}, cuDNN {rel.cudnn})" if build == "cuda" else f" ({build} build)")
+
+    # -- jax ---------------------------------------------------------------------------------------------
+    def resolve_jax(self, jax_reqs: List[InputRequirement], jaxlib_reqs: List[InputRequirement],
+                    plugin_reqs: List[InputRequirement]) -> None:
+        m = self.m
+        if m is None:
+            return
+        if not jax_reqs:
+            if jaxlib_reqs:
+                self._jaxlib_only(jaxlib_reqs)
+            for r in plugin_reqs:
+                self.note(f"{r.loc}: {r.raw} without jax: not judged")
+            return
+        pkg = self._package("jax", "jax", jax_reqs)
+        primary = pkg.primary
+        srcs = self.sources(primary)
+        if srcs.local:
+            self.plan.packages.remove(pkg)
+            return
+        if not [s for s in srcs.items if s.pypi_like or s.kind in ("unknown", "direct")]:
+            self.problem("not-served", "error", primary.raw, jax_reqs, package="jax", version="",
+                         sources=list(srcs.items), serving=PYPI, ignored=[], family="jax", strategy=srcs.strategy)
+            self.plan.packages.remove(pkg)
+            return
+        spec = self.spec_of(jax_reqs)
+        exact = [s for s in spec if s.operator in ("==", "===") and "*" not in s.version]
+        cands = []
+        for rel in m.jax_releases:
+            cands.append({"version": Version(rel.version), "text": rel.version, "row": rel,
+                          "python_ok": self.python_ok(rel.requires_python)})
+        for s in exact:
+            row = m.jax_release(s.version)
+            if row is not None and not any(c["text"] == s.version for c in cands):
+                cands.append({"version": Version(s.version), "text": s.version, "row": row,
+                              "python_ok": self.python_ok(row.requires_python), "approx": True})
+        matching = [c for c in cands if spec.contains(c["version"], prereleases=True if self.pre else None)]
+        viable = [c for c in matching if c["python_ok"] is not False]
+        if not viable:
+            if matching:
+                best = max(matching, key=lambda c: c["version"])
+                self.problem("no-wheel-python", "error", primary.raw, jax_reqs, package="jax", version=best["text"],
+                             python=str(self.t.python), python_spec=best["row"].requires_python, release=best["row"],
+                             family="jax")
+                self._jax_chosen(pkg, best, spec, jaxlib_reqs, plugin_reqs)
+                pkg.installable = False
+                return
+            if self._contradiction(jax_reqs, lambda sp: any(sp.contains(c["version"], prereleases=True) for c in cands)):
+                self.plan.packages.remove(pkg)
+                return
+            if exact:
+                self._unknown_version(pkg, jax_reqs, "jax", exact[0].version, None)
+            else:
+                self._range_unknown(pkg, jax_reqs, spec, "jax")
+            self.plan.packages.remove(pkg)
+            return
+        best = max(viable, key=lambda c: c["version"])
+        self._jax_chosen(pkg, best, spec, jaxlib_reqs, plugin_reqs)
+
+    def _jax_chosen(self, pkg: PlannedPackage, c: Dict[str, Any], spec: SpecifierSet, jaxlib_reqs, plugin_reqs) -> None:
+        row = c["row"]
+        text = c["text"]
+        approx = bool(c.get("approx"))
+        primary = pkg.primary
+        extras = [x for r in pkg.requirements for x in r.extras]
+        major: Optional[int] = None
+        with_cuda = True
+        wanted = None
+        for x in extras:
+            mm = re.match(r"^cuda(\d+)?(?:-(pip|local))?$", x)
+            if mm:
+                wanted = x
+                if mm.group(1):
+                    major = int(mm.group(1))
+                elif row.cuda_extra:
+                    major = int(re.sub(r"\D", "", row.cuda_extra) or 0) or None
+                with_cuda = mm.group(2) != "local"
+        pl = row.plugins.get(f"cuda{major}") if major is not None else None
+        if wanted and pl is None:
+            self.problem("no-extra", "warning", primary.raw, pkg.requirements, package="jax", version=text,
+                         extra=wanted, family="jax",
+                         consequence=f"jax {text} has no CUDA {major or ''} plugin in envdoctor's data: pip installs "
+                                     f"jax and a CPU-only jaxlib")
+        pkg.version, pkg.source = text, Source(PYPI, "pypi", None, "default index")
+        if approx:
+            pkg.assumptions.append(f"{primary.loc}: jax {text} is judged with the data's jax {row.version} row "
+                                   f"(jaxlib and plugin assumed to be {text})")
+        elif not [s for s in spec if s.operator in ("==", "===")]:
+            pkg.assumptions.append(f"{primary.loc}: {primary.raw} -> jax {text} (the newest release envdoctor's data "
+                                   f"knows that matches"
+                                   + (f" and supports Python {self.t.python_xy}" if self.t.python else "") + ")")
+        jaxlib_v = text if approx else _upper_or(row.jaxlib, text)
+        for r in jaxlib_reqs:
+            ev = _v((r.specifier or "").lstrip("=")) if (r.specifier or "").startswith("==") else None
+            if ev is not None:
+                jaxlib_v = str(ev)
+        fws = [Framework(name="jax", distribution="jax", version=text, build="cuda" if pl else "cpu",
+                         cuda_version=str(major) if pl else None,
+                         # a version the data knows only by an older row: no pins are invented for it
+                         requires=([] if approx else [f"jaxlib{row.jaxlib}"])
+                         + ([f'jax-cuda{major}-plugin[with-cuda]{"" if approx else pl.pin}; extra == "cuda{major}"']
+                            if pl else []),
+                         requires_python=row.requires_python, location="(planned)", evidence=self._evidence(pkg))]
+        jl = _v(jaxlib_v)
+        jl_cuda = re.match(r"^cuda(\d+)", jl.local or "") if jl is not None else None
+        fws.append(Framework(name="jaxlib", distribution="jaxlib", version=jaxlib_v,
+                             build="cuda" if jl_cuda else "cpu", cuda_version=jl_cuda.group(1) if jl_cuda else None,
+                             requires_python=row.requires_python, location="(planned)", evidence=self._evidence(pkg)))
+        summary = f"jax {text} + jaxlib {jaxlib_v}"
+        if pl is not None:
+            pv = text if approx else str(_lower_or(pl.pin, text))
+            for r in plugin_reqs:
+                if (r.specifier or "").startswith("=="):
+                    pv = r.specifier[2:]
+            req_lines = [f'nvidia-cudnn-cu{major}{pl.cudnn}; extra == "with-cuda"', f"jax-cuda{major}-pjrt=={pv}"]
+            fws.append(Framework(name=pl.package, distribution=pl.package, version=pv, build="cuda",
+                                 cuda_version=str(major), requires=req_lines, location="(planned)",
+                                 evidence=self._evidence(pkg)))
+            fws.append(Framework(name=f"jax-cuda{major}-pjrt", distribution=f"jax-cuda{major}-pjrt", version=pv,
+                                 build="cuda", cuda_version=str(major), location="(planned)", evidence=self._evidence(pkg)))
+            summary += f" + {pl.package} {pv} (CUDA {major}" + (f", cuDNN {pl.cudnn}" if with_cuda else ", system CUDA") + ")"
+            if with_cuda:
+                self._pin(f"nvidia-cudnn-cu{major}", pl.cudnn, f"{pl.package} {pv} [with-cuda]", primary.loc, fws[2])
+        else:
+            summary += " (CPU only)"
+        pkg.frameworks = fws
+        pkg.summary = summary
+
+    def _jaxlib_only(self, reqs: List[InputRequirement]) -> None:
+        pkg = self._package("jaxlib", "jaxlib", reqs)
+        primary = pkg.primary
+        exact = [s for s in self.spec_of(reqs) if s.operator == "=="]
+        ev = _v(exact[0].version) if exact else None
+        if ev is None:
+            self.plan.packages.remove(pkg)
+            return
+        mm = re.match(r"^cuda(\d+)(?:\.cudnn(\d)(\d+))?", ev.local or "")
+        if mm:
+            srcs = self.sources(primary)
+            if not [s for s in srcs.items if s.kind in ("jax-releases", "unknown", "direct")]:
+                self.problem("not-served", "error", primary.raw, reqs, package="jaxlib", version=str(ev),
+                             sources=list(srcs.items),
+                             serving="https://storage.googleapis.com/jax-releases/jax_cuda_releases.html",
+                             serving_option="--find-links",
+                             ignored=[(r, o, v) for r in reqs for o, v in r.ignored_options], family="jax",
+                             strategy=srcs.strategy)
+                pkg.installable = False
+        cudnn = None
+        if mm and mm.group(2):  # "cudnn86" -> 8.6; "cudnn805" -> major 8 only
+            cudnn = f"{mm.group(2)}.{mm.group(3)}" if len(mm.group(3)) == 1 else mm.group(2)
+        pkg.version = str(ev)
+        pkg.frameworks = [Framework(name="jaxlib", distribution="jaxlib", version=str(ev), build="cuda" if mm else "cpu",
+                                    cuda_version=mm.group(1) if mm else None, cudnn_version=cudnn, location="(planned)",
+                                    evidence=self._evidence(pkg))]
+        pkg.summary = f"jaxlib {ev}"
+
+    # -- nvidia-* pins ------------------------------------------------------------------------------------
+    def _pin(self, name: str, spec_text: str, owner: str, loc: Optional[Location], fw: Optional[Framework]) -> None:
+        sp = _spec(spec_text if spec_text[:1] in "<>=!~" else f"=={spec_text}")
+        if sp is None or not str(sp):
+            return
+        self.plan.pins.setdefault(name, []).append((sp, owner, loc, fw))  # type: ignore[arg-type]
+
+    def resolve_pins(self, user_pins: List[InputRequirement]) -> None:
+        env_ok = self.t.platform in ("linux-x86_64", None)
+        for pkg in self.plan.packages:
+            extras = {x for r in pkg.requirements for x in r.extras}
+            for fw in pkg.frameworks:
+                if fw.name == "torch" and env_ok:
+                    for line in fw.requires:
+                        name, spec_text = _split_pin(line)
+                        if name:
+                            self._pin(name, spec_text, f"{fw.distribution} {fw.version}", pkg.primary.loc, fw)
+                elif fw.name == "tensorflow" and "and-cuda" in extras and fw.build == "cuda":
+                    for line in fw.requires:
+                        name, spec_text = _split_pin(line)
+                        if name:
+                            self._pin(name, spec_text, f"{fw.distribution}[and-cuda] {fw.version}", pkg.primary.loc, fw)
+        for r in user_pins:
+            if r.specifier:
+                self._pin(r.name, r.specifier, r.raw, r.loc, None)
+        for pkg in self.plan.packages:
+            for fw in pkg.frameworks:
+                self.plan.installed[fw.distribution] = fw.version
+        for name, pins in sorted(self.plan.pins.items()):
+            cands = sorted({v for sp, *_ in pins for v in _named_versions(sp)}, reverse=True)
+            good = [v for v in cands if all(sp.contains(v, prereleases=True) for sp, *_ in pins)]
+            if good:
+                self.plan.installed[name] = str(good[0])
+                continue
+            first = pins[0][0]
+            chosen = next((v for v in cands if first.contains(v, prereleases=True)), None)
+            if chosen is not None:
+                self.plan.installed[name] = str(chosen)
+            self.problem("pins-unresolvable", "error", name, [], package=name, chosen=str(chosen) if chosen else None,
+                         pins=[(str(sp), owner, loc, fw) for sp, owner, loc, fw in pins])
+            self.plan.problems[-1].locs = [loc for _, _, loc, _ in pins if loc is not None]
+
+
+def _split_pin(line: str) -> Tuple[Optional[str], str]:
+    head = line.split(";", 1)[0].strip()
+    mm = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*(.*)$", head)
+    if not mm or not mm.group(1).startswith(("nvidia-", "triton")):
+        return None, ""
+    return mm.group(1).lower(), mm.group(3).strip()
+
+
+def _named_versions(sp: SpecifierSet) -> List[Version]:
+    out = []
+    for s in sp:
+        if "*" in s.version:
+            continue
+        v = _v(s.version)
+        if v is not None and s.operator in ("==", "===", ">=", "~=", "<="):
+            out.append(v)
+    return out
+
+
+def _upper_or(spec_text: str, default: str) -> str:
+    sp = _spec(spec_text)
+    best = None
+    for s in sp or []:
+        if s.operator in ("<=", "==", "===") and "*" not in s.version:
+            v = _v(s.version)
+            if v is not None and (best is None or v < best):
+                best = v
+    return str(best) if best is not None else default
+
+
+def _lower_or(spec_text: str, default: str) -> str:
+    sp = _spec(spec_text)
+    best = None
+    for s in sp or []:
+        if s.operator in (">=", "==", "===", "~=") and "*" not in s.version:
+            v = _v(s.version)
+            if v is not None and (best is None or v > best):
+                best = v
+    return str(best) if best is not None else default
+
+
+def wheel_tag_mismatch(tags: Sequence[str], t: Target) -> Optional[str]:
+    """Why a wheel with these tags does not install on the target (None: it does, or unknown)."""
+    py_ok = plat_ok = None
+    want_py = f"cp{t.python.release[0]}{(t.python.release + (0,))[1]}" if t.python is not None else None
+    arch = {"linux-x86_64": ("linux", "x86_64"), "linux-aarch64": ("linux", "aarch64"), "win-amd64": ("win", "amd64"),
+            "macos-arm64": ("macosx", "arm64"), "macos-x86_64": ("macosx", "x86_64")}.get(t.platform or "")
+    interps, plats = set(), set()
+    for tag in tags:
+        parts = tag.split("-")
+        if len(parts) != 3:
+            continue
+        interp, abi, plat = parts
+        interps.add(interp)
+        plats.add(plat)
+        if want_py is not None:
+            if interp == want_py or interp in ("py3", "py2.py3") or (abi == "abi3" and interp.startswith("cp3")
+                                                                   and int(interp[3:] or 0) <= int(want_py[3:])):
+                py_ok = True
+            elif py_ok is None:
+                py_ok = False
+        if arch is not None:
+            if plat == "any" or (plat.startswith(arch[0]) or plat.startswith("manylinux") and arch[0] == "linux"
+                                 or plat.startswith("musllinux") and arch[0] == "linux") and plat.endswith(arch[1]):
+                plat_ok = True
+            elif plat_ok is None:
+                plat_ok = False
+    if py_ok is False:
+        return f"it is built for {', '.join(sorted(interps))}, the target runs Python {t.python_xy}"
+    if plat_ok is False:
+        return f"it is built for {', '.join(sorted(plats))}, the target is {t.platform}"
+    return None
+
+
+def plan_unit(unit: InputUnit, snap: Snapshot, matrices: Any, selected: Sequence[Tuple[str, str]] = (),
+              pre: bool = False) -> Plan:
+    """The plan of one input unit against a target snapshot (pure)."""
+    return _Planner(unit, snap, matrices, selected, pre).run()
+
+
+def merge_units(units: Sequence[InputUnit]) -> InputUnit:
+    """All inputs as one install (``--together``): requirements and index options of every unit."""
+    merged = InputUnit(path=" + ".join(u.path for u in units), kind="requirements" if len({u.kind for u in units}) > 1
+                       else units[0].kind)
+    for u in units:
+        merged.files.extend(f for f in u.files if f not in merged.files)
+        merged.requirements.extend(u.requirements)
+        merged.indexes.extend(u.indexes)
+        merged.notes.extend(u.notes)
+        merged.channels.extend(c for c in u.channels if c not in merged.channels)
+        merged.sources.update(u.sources)
+        merged.conflicts.extend(u.conflicts)
+        merged.extras.extend(u.extras)
+        merged.groups.extend(u.groups)
+        if u.python is not None and merged.python is None:
+            merged.python = u.python
+        if u.strategy == "first-index":
+            merged.strategy = "first-index" if len(units) == 1 else merged.strategy
+    return merged
+
+
+# --------------------------------------------------------------------------- laying the plan over the target
+
+
+def overlay(snap: Snapshot, plan: Plan, fresh: bool = False) -> Snapshot:
+    """The target as the install would leave it: planned frameworks replace installed ones of the same name, the
+    planned distributions and pinned wheels replace the installed versions (``fresh``: an empty environment)."""
+    out = Snapshot.from_dict(snap.to_dict())
+    planned = plan.frameworks
+    if fresh:
+        out.python.frameworks = []
+        out.python.packages = {}
+    names = {fw.name for fw in planned}
+    gone = [fw for fw in out.python.frameworks if fw.name in names]
+    out.python.frameworks = [fw for fw in out.python.frameworks if fw.name not in names] + list(planned)
+    pk = dict(out.python.packages)
+    for fw in gone:
+        pk.pop(fw.distribution, None)
+    pk.update(plan.installed)
+    out.python.packages = pk
+    replaced_wheels = set(plan.installed)
+    out.cudnn = [c for c in out.cudnn if not (c.kind == "wheel" and c.evidence and
+                                               (c.evidence[0].excerpt.split() or [""])[0].lower() in replaced_wheels)]
+    if plan.target.python_from != "target":
+        out.python.version = str(plan.target.python) if plan.target.python is not None else ""
+    return out
+
+
+# --------------------------------------------------------------------------- judging the overlaid target
+
+# A gate finding that says the install itself fails supersedes check's findings about the same input lines that
+# describe the installed state (ED500: "installed for another interpreter"; ED320: "pip kept one of the pins"):
+# those are folded into the gate finding's consequences.
+SUPERSEDES = {"ED803": ("ED500",), "ED805": ("ED320",)}
+
+
+@dataclass
+class Located:
+    """A finding and the input lines it points at (empty: it is about the target machine as a whole)."""
+
+    finding: Any
+    locs: List[Location]
+
+    def to_dict(self) -> Dict[str, Any]:
+        d = self.finding.to_dict()
+        d["locations"] = [{"file": x.file, "line": x.line} for x in self.locs]
+        return d
+
+
+def locate(finding: Any, plan: Plan) -> List[Location]:
+    """The input lines a finding is about: its evidence sources that name an input line (the gate sets each planned
+    Framework's evidence source to ``file:line``), else the planned framework its subject names."""
+    known = {str(r.loc): r.loc for r in plan.unit.requirements}
+    out: List[Location] = []
+    for ev in getattr(finding, "evidence", []) or []:
+        loc = known.get(str(getattr(ev, "source", "")))
+        if loc is not None and loc not in out:
+            out.append(loc)
+    if out:
+        return out
+    subject = str(getattr(finding, "subject", "") or "")
+    parts = [s.strip() for s in subject.split(" / ")]
+    for pkg in plan.packages:
+        for fw in pkg.frameworks:
+            label = f"{fw.distribution or fw.name} {fw.version}"
+            if any(p == label or p.startswith(label + " ") for p in parts):
+                for loc in pkg.locs[:1]:
+                    if loc not in out:
+                        out.append(loc)
+    return out
+
+
+def judge(plan: Plan, snap: Snapshot, matrices: Any, rules: Optional[list] = None,
+          fresh: bool = False) -> Tuple[Snapshot, List[Located]]:
+    """Run the rules (check's and the gate's) on the target with the plan laid over it."""
+    from envdoctor.rules.context import Context
+    from envdoctor.rules.engine import run_rules
+
+    over = overlay(snap, plan, fresh)
+    findings = run_rules(Context(over, matrices, extra={"gate": plan}), rules)
+    located = [Located(f, locate(f, plan)) for f in findings]
+    kept: List[Located] = []
+    heads = [x for x in located if x.finding.id in SUPERSEDES]
+    for x in located:
+        head = next((h for h in heads if x.finding.id in SUPERSEDES[h.finding.id] and set(x.locs) & set(h.locs)), None)
+        if head is not None:
+            note = f"{x.finding.id}: {x.finding.message}"
+            if note not in head.finding.consequences:
+                head.finding.consequences.append(note)
+            continue
+        kept.append(x)
+    return over, kept
