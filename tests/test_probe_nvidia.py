@@ -494,6 +494,9 @@ def nvml_ctx(tmp_path, monkeypatch, fake, root: Path = None, timeout: float = 5.
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     root = root or (tmp_path / "root")
     root.mkdir(exist_ok=True)
+    # a machine with an NVIDIA driver installed has its device node; NVML is only asked where one exists
+    (root / "dev").mkdir(exist_ok=True)
+    (root / "dev" / "nvidiactl").write_text("")
     return ctx_for(LiveLikeRoot(root), tmp_path / "bin", timeout=timeout, use_nvml=True)
 
 
@@ -552,7 +555,8 @@ def test_nvml_and_proc_disagree(tmp_path, monkeypatch):
 def test_pynvml_not_importable(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import raises ImportError
     root = tmp_path / "root"
-    root.mkdir()
+    (root / "dev").mkdir(parents=True)
+    (root / "dev" / "nvidiactl").write_text("")
     snap = run_probe(ctx_for(LiveLikeRoot(root), tmp_path / "bin", use_nvml=True))
     assert snap.driver.nvml == "missing"
     assert snap.driver.state == "not_installed"
@@ -590,9 +594,26 @@ def test_unknown_state_raises_probe_unknown_after_filling(tmp_path, monkeypatch)
     fake = make_pynvml(init_error=3)
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     root = tmp_path / "root"
-    root.mkdir()
+    (root / "dev").mkdir(parents=True)
+    (root / "dev" / "nvidiactl").write_text("")
     snap = Snapshot()
     with pytest.raises(ProbeUnknown):
         nvidia.probe(ctx_for(LiveLikeRoot(root), tmp_path / "bin", use_nvml=True), snap)
     assert snap.driver.state == "unknown"
     assert snap.driver.nvml == "failed"
+
+
+def test_nvml_not_tried_without_a_kernel_interface(tmp_path, monkeypatch):
+    """No /dev/nvidia*, /proc/driver/nvidia, /sys/module/nvidia or /dev/dxg: NVML is not imported at all."""
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # importing it would raise
+    root = tmp_path / "root"
+    root.mkdir()
+    ctx = ctx_for(LiveLikeRoot(root), tmp_path / "bin", use_nvml=True)
+    snap = Snapshot()
+    try:
+        nvidia.probe(ctx, snap)
+    except ProbeUnknown:
+        pass
+    assert snap.driver.nvml == "not_run"
+    assert snap.driver.state == "not_installed"
+    assert any(e.source == "nvml" and "not tried" in e.excerpt for e in snap.driver.evidence)

@@ -271,6 +271,13 @@ def _nvml_field(ans: _NvmlAnswer, index: int, what: Optional[str], fn: Any) -> A
         return None
 
 
+_KERNEL_INTERFACES = ("/dev/nvidiactl", "/dev/nvidia0", "/proc/driver/nvidia", "/sys/module/nvidia", "/dev/dxg")
+
+
+def _has_kernel_interface(ctx: ProbeContext) -> bool:
+    return any(ctx.root.exists(p) for p in _KERNEL_INTERFACES)
+
+
 def _nvml_layer(ctx: ProbeContext) -> _NvmlAnswer:
     box: Dict[str, _NvmlAnswer] = {}
 
@@ -601,7 +608,11 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
     files = _files_layer(ctx)
 
     nvml: Optional[_NvmlAnswer] = None
-    if ctx.use_nvml and ctx.root.is_live:
+    if ctx.use_nvml and ctx.root.is_live and not _has_kernel_interface(ctx):
+        # NVML can only talk to a loaded driver (a /dev/nvidia* node) or WSL's /dev/dxg; without one,
+        # importing and initialising it costs time and says nothing the files and nvidia-smi don't.
+        drv.evidence.append(Evidence("nvml", "not tried: no " + ", ".join(_KERNEL_INTERFACES)))
+    elif ctx.use_nvml and ctx.root.is_live:
         nvml = _nvml_layer(ctx)
         drv.nvml = nvml.status
         drv.evidence.append(Evidence("nvml", _excerpt("\n".join(nvml.notes))))

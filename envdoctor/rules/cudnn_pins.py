@@ -20,10 +20,10 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from envdoctor.rules.requires import requirement
 from envdoctor.rules.base import EvidenceItem, rule
 from envdoctor.rules.context import parse_version
 from envdoctor.snapshot import Cudnn, Framework, Snapshot
@@ -186,9 +186,8 @@ def parse_pins(fw: Framework, snap: Snapshot) -> List[Pin]:
     env = marker_env(snap)
     out: List[Pin] = []
     for line in fw.requires or []:
-        try:
-            req = Requirement(str(line))
-        except InvalidRequirement:
+        req = requirement(str(line))
+        if req is None:
             continue
         extra: Optional[str] = None
         if req.marker is not None:

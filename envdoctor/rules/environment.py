@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Tuple
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from envdoctor.rules.requires import canonical_name as canonicalize_name
+from envdoctor.rules.requires import requirement
 from envdoctor.rules.base import EvidenceItem, rule
 from envdoctor.rules.context import major_minor, parse_version
 
@@ -61,20 +61,16 @@ def _lib_family(libname: str) -> Optional[str]:
 def _required_dists(fw) -> List[str]:
     out = []
     for line in fw.requires:
-        text = line.split(":", 1)[1] if line.lower().startswith("requires-dist:") else line
-        try:
-            out.append(canonicalize_name(Requirement(text.strip()).name))
-        except InvalidRequirement:
-            continue
+        req = requirement(line)
+        if req is not None:
+            out.append(canonicalize_name(req.name))
     return out
 
 
 def _pinned(fw, dist: str) -> Optional[str]:
     for line in fw.requires:
-        text = line.split(":", 1)[1] if line.lower().startswith("requires-dist:") else line
-        try:
-            req = Requirement(text.strip())
-        except InvalidRequirement:
+        req = requirement(line)
+        if req is None:
             continue
         if canonicalize_name(req.name) == dist:
             for spec in req.specifier:

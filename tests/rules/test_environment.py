@@ -225,3 +225,14 @@ def test_conda_torch_with_the_environments_own_cudnn_is_not_judged():
                 libraries=[Library("libcudnn", "/opt/conda/envs/ml/lib/libcudnn.so.8.9.7", "8.9.7", "LD_LIBRARY_PATH")])
     snap.python.kind, snap.python.prefix = "conda", "/opt/conda/envs/ml"
     assert check(snap) == []
+
+
+@pytest.mark.parametrize("name", ["Nvidia_CUDNN.cu12", "nvidia-cudnn-cu12", "jax_cuda12_plugin", "Torch", "a-_.b"])
+def test_canonical_name_agrees_with_packaging(name):
+    from packaging.utils import canonicalize_name
+
+    from envdoctor.rules.requires import canonical_name, requirement
+
+    assert canonical_name(name) == canonicalize_name(name)
+    assert requirement("Requires-Dist: nvidia-cudnn-cu12 (==9.1.0.70) ; extra == 'x'").name == "nvidia-cudnn-cu12"
+    assert requirement("garbage ((") is None
