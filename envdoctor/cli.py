@@ -119,7 +119,10 @@ _register_optional_commands()
 def main(argv: Optional[list] = None) -> None:
     try:
         rc = cli.main(args=argv, prog_name="envdoctor", standalone_mode=False)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # click turns Ctrl-C into Abort
+            click.echo("envdoctor: interrupted", err=True)
+            sys.exit(130)
         click.echo("envdoctor: aborted", err=True)
         sys.exit(EXIT_USAGE)
     except click.ClickException as exc:

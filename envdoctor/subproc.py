@@ -83,6 +83,16 @@ class Runner:
             )
         except OSError as exc:
             return CmdResult(argv, "error", reason=f"{argv[0]}: cannot run: {exc.strerror or exc}")
+        with _LIVE_LOCK:
+            _LIVE.add(proc)
+        try:
+            return self._finish(argv, proc, limit, start, stdin_text, on_stdout_line, cancel)
+        finally:
+            with _LIVE_LOCK:
+                _LIVE.discard(proc)
+
+    def _finish(self, argv: list, proc: subprocess.Popen, limit: float, start: float, stdin_text: Optional[str],
+                on_stdout_line: Optional[Callable[[str], None]], cancel: Optional[threading.Event]) -> CmdResult:
         if on_stdout_line is not None:
             return _stream(argv, proc, limit, start, on_stdout_line, stdin_text, cancel)
         try:
@@ -192,6 +202,20 @@ def _wait_unreaped(proc: subprocess.Popen, limit: float, cancel: Optional[thread
             raise subprocess.TimeoutExpired(proc.args, limit)
         time.sleep(min(delay, remaining))
         delay = min(delay * 2, 0.05)
+
+
+# Commands running right now, so an interrupted envdoctor (Ctrl-C) can end them at once instead
+# of waiting out their timeouts: they run in their own sessions and never see the terminal's SIGINT.
+_LIVE: set = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def kill_all() -> None:
+    """Kill every command this process is running (with its process group)."""
+    with _LIVE_LOCK:
+        procs = list(_LIVE)
+    for proc in procs:
+        _kill_group(proc)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

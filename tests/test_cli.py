@@ -129,3 +129,25 @@ def test_check_json_shape(tmp_path):
 
 def test_no_color_when_piped():
     assert "\x1b[" not in run("check").stdout
+
+
+def test_ctrl_c_exits_130_without_traceback(tmp_path):
+    """SIGINT during a slow probe: one line, exit code 130 (the shell convention), no traceback."""
+    import signal
+    import time
+
+    hang = tmp_path / "bin"
+    hang.mkdir()
+    nvcc = hang / "nvcc"
+    nvcc.write_text("#!/bin/sh\nsleep 30\n")
+    nvcc.chmod(0o755)
+    env = dict(os.environ, PATH=f"{hang}:{os.environ['PATH']}")
+    proc = subprocess.Popen([sys.executable, "-m", "envdoctor", "probe", "--timeout", "20"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert time.monotonic() - sent < 8, "Ctrl-C must not wait for the probes' timeouts"
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err

@@ -17,6 +17,7 @@ from envdoctor import __version__
 from envdoctor.errors import BadInput
 from envdoctor.probes.base import ProbeContext, ProbeFn, ProbeUnknown
 from envdoctor.snapshot import ProbeStatus, Snapshot
+from envdoctor.subproc import kill_all
 
 
 def _stages() -> List[List[Tuple[str, ProbeFn]]]:
@@ -60,9 +61,15 @@ def run_probes(ctx: ProbeContext, stages: Sequence[Sequence[Tuple[str, ProbeFn]]
     )
     statuses: List[ProbeStatus] = []
     for stage in stages if stages is not None else _stages():
-        with ThreadPoolExecutor(max_workers=max(1, len(stage))) as pool:
+        pool = ThreadPoolExecutor(max_workers=max(1, len(stage)))
+        try:
             futures = [pool.submit(_run_one, name, fn, ctx, snap) for name, fn in stage]
             statuses.extend(f.result() for f in futures)
+        except KeyboardInterrupt:
+            kill_all()  # the probes' commands run in their own sessions: end them now, not at their timeouts
+            raise
+        finally:
+            pool.shutdown(wait=True)
     snap.probes = statuses
     return snap
 
