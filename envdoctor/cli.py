@@ -78,7 +78,27 @@ def emit(text: str, output: Optional[str]) -> None:
         click.echo(text, nl=not text.endswith("\n"))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A group whose commands are imported when used (see envdoctor.commands.COMMANDS)."""
+
+    def _lazy(self) -> dict:
+        from envdoctor.commands import COMMANDS
+
+        return COMMANDS
+
+    def list_commands(self, ctx: click.Context) -> list:
+        return sorted(set(super().list_commands(ctx)) | set(self._lazy()))
+
+    def get_command(self, ctx: click.Context, name: str):
+        if name in self._lazy() and name not in self.commands:
+            import importlib
+
+            module, attr = self._lazy()[name]
+            return getattr(importlib.import_module(module), attr)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="envdoctor")
 def cli() -> None:
     """Will torch / tensorflow / jax on this machine really use the GPU? If not, why, and what to install."""
@@ -102,18 +122,6 @@ def probe(python_path, root_dir, snapshot_file, timeout, fmt, output, no_redact)
         from envdoctor.snapshot import Snapshot
 
         emit(render_snapshot_text(Snapshot.from_dict(data)), output)
-
-
-def _register_optional_commands() -> None:
-    """Commands living in their own modules (kept out of start-up when not used)."""
-    try:
-        from envdoctor.commands import register
-    except ImportError:
-        return
-    register(cli)
-
-
-_register_optional_commands()
 
 
 def main(argv: Optional[list] = None) -> None:

@@ -46,6 +46,20 @@ def build_report(snap, only=None, skip=None, prepared=None):
     return Report(snap, findings, data_collected=getattr(matrices, "collected", "") or "", data_warnings=warnings)
 
 
+def _redact_findings(report, snap) -> None:
+    """Findings quote paths and values from the machine: redact them like the snapshot they come from."""
+    import dataclasses
+
+    from envdoctor.redact import text_redactor
+
+    text = text_redactor(hostnames=[snap.platform.hostname])
+    report.findings = [
+        dataclasses.replace(
+            f, message=text(f.message), fix=[text(x) for x in f.fix], consequences=[text(x) for x in f.consequences],
+            evidence=[dataclasses.replace(e, value=text(e.value), source=text(e.source)) for e in f.evidence])
+        for f in report.findings]
+
+
 def use_color() -> bool:
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
 
@@ -83,15 +97,15 @@ def check(python_path, root_dir, snapshot_file, timeout, fmt, strict, only, skip
         report.findings = order(fold_causes(report.findings + smoke_findings(results, snap)))
         report.extra["smoke"] = results.to_dict()
     sdict = snapshot_dict(snap, redact=not no_redact)
+    if not no_redact:
+        from envdoctor.snapshot import Snapshot
+
+        _redact_findings(report, snap)
+        report.snapshot = Snapshot.from_dict(sdict)  # the area lines of text and Markdown read it
     if fmt == "json":
         from envdoctor.snapshot_io import dump_json
 
-        text = dump_json(report.to_dict(sdict))
-        if not no_redact:
-            from envdoctor.redact import redact_dict
-
-            text = dump_json(redact_dict(report.to_dict(sdict), hostnames=[snap.platform.hostname]))
-        emit(text, output)
+        emit(dump_json(report.to_dict(sdict)), output)
     elif fmt == "markdown":
         from envdoctor.render.report_markdown import render_report_markdown
 
@@ -142,27 +156,15 @@ def explain(rule_id):
     raise BadInput(f"unknown rule {rule_id!r} (see `envdoctor rules`)")
 
 
-# Commands that live with their own concern: (module, click command attribute).
-COMMAND_MODULES = (
-    ("envdoctor.knowledge.cli", "matrices"),
-    ("envdoctor.lock.cli", "lock"),
-    ("envdoctor.smoke.cli", "smoke"),
-    ("envdoctor.gate.cli", "gate"),
-    ("envdoctor.onboard.cli", "onboard"),
-)
-
-
-def register(cli: click.Group) -> None:
-    import importlib
-
-    cli.add_command(check)
-    cli.add_command(rules_cmd)
-    cli.add_command(explain)
-    for module, attr in COMMAND_MODULES:
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name and module.startswith(exc.name):
-                continue  # that concern is not built yet
-            raise
-        cli.add_command(getattr(mod, attr))
+# Every command besides `probe`, as name -> (module, attribute): envdoctor.cli imports a command's
+# module only when that command runs (or help lists them), so `check` never pays for `gate`'s imports.
+COMMANDS = {
+    "check": ("envdoctor.commands", "check"),
+    "rules": ("envdoctor.commands", "rules_cmd"),
+    "explain": ("envdoctor.commands", "explain"),
+    "matrices": ("envdoctor.knowledge.cli", "matrices"),
+    "lock": ("envdoctor.lock.cli", "lock"),
+    "smoke": ("envdoctor.smoke.cli", "smoke"),
+    "gate": ("envdoctor.gate.cli", "gate"),
+    "onboard": ("envdoctor.onboard.cli", "onboard"),
+}

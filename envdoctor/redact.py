@@ -23,13 +23,10 @@ def redact_value_for_env(name: str, value: str) -> str:
     return _URL_CRED_RE.sub(r"\1" + REDACTED + "@", value)
 
 
-def redact_dict(data: dict, home: Optional[str] = None, hostnames: Iterable[str] = ()) -> dict:
-    """Return a redacted deep copy of a snapshot-shaped dict."""
+def text_redactor(home: Optional[str] = None, hostnames: Iterable[str] = ()):
+    """A function that redacts one string: GPU UUIDs, the home directory, the host names."""
     home = home if home is not None else os.path.expanduser("~")
     hosts = [h for h in hostnames if h and len(h) >= 3]
-    platform = data.get("platform") if isinstance(data, dict) else None
-    if isinstance(platform, dict) and platform.get("hostname"):
-        hosts.append(str(platform["hostname"]))
 
     def text(s: str) -> str:
         s = _UUID_RE.sub(lambda m: f"{m.group(1)}-{REDACTED}", s)
@@ -39,6 +36,18 @@ def redact_dict(data: dict, home: Optional[str] = None, hostnames: Iterable[str]
             if len(h) >= 3:
                 s = re.sub(r"(?<![\w.-])" + re.escape(h) + r"(?![\w-])", REDACTED, s)
         return s
+
+    return text
+
+
+def redact_dict(data: dict, home: Optional[str] = None, hostnames: Iterable[str] = ()) -> dict:
+    """Return a redacted deep copy of a snapshot-shaped dict (or a report holding one under "snapshot")."""
+    hosts = list(hostnames)
+    for part in (data, data.get("snapshot") if isinstance(data, dict) else None):
+        platform = part.get("platform") if isinstance(part, dict) else None
+        if isinstance(platform, dict) and platform.get("hostname"):
+            hosts.append(str(platform["hostname"]))
+    text = text_redactor(home, hosts)
 
     def walk(obj: Any, key: str = "", parent: str = "") -> Any:
         if isinstance(obj, dict):

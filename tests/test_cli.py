@@ -151,3 +151,29 @@ def test_ctrl_c_exits_130_without_traceback(tmp_path):
     assert time.monotonic() - sent < 8, "Ctrl-C must not wait for the probes' timeouts"
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "interrupted" in err
+
+
+def test_startup_imports_no_command_module():
+    """`import envdoctor.cli` (every command's start) loads no other command's module: they are lazy."""
+    code = ("import sys, envdoctor.cli; print([m for m in sys.modules if m.startswith(('envdoctor.knowledge', "
+            "'envdoctor.lock', 'envdoctor.smoke', 'envdoctor.gate', 'envdoctor.onboard', 'envdoctor.rules'))])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("fmt", ["json", "markdown", "text"])
+def test_finding_messages_are_redacted_too(tmp_path, fmt):
+    from envdoctor.snapshot import Toolkit
+
+    home = os.path.expanduser("~")
+    s = Snapshot(envdoctor_version="t", created="2026-01-01T00:00:00+00:00")
+    s.platform.system = "Linux"
+    s.driver.state = "not_installed"
+    s.toolkits = [Toolkit(path=f"{home}/opt/cuda-12.4", version="12.4.131", version_source="nvcc", is_default=True)]
+    p = tmp_path / "snap.json"
+    p.write_text(s.to_json())
+    red = run("check", "--snapshot", str(p), "--format", fmt)
+    assert red.returncode == 0, red.stderr
+    assert "~/opt/cuda-12.4" in red.stdout and f"{home}/opt" not in red.stdout
+    raw = run("check", "--snapshot", str(p), "--format", fmt, "--no-redact")
+    assert f"{home}/opt/cuda-12.4" in raw.stdout

@@ -5,7 +5,7 @@
     plan.py     InputUnit + target Snapshot + Matrices  ->  Plan (what pip / uv / conda would install, as Framework
                 entries) and the Snapshot with the plan laid over it (pure; the data is the only source, no network)
     render.py   text, json, JUnit XML, GitHub Actions annotations
-    cli.py      the click command ``gate`` (registered through envdoctor.commands.COMMAND_MODULES)
+    cli.py      the click command ``gate`` (registered through envdoctor.commands.COMMANDS)
 
 The same rules as ``envdoctor check`` judge the overlaid snapshot; the gate-only rules (ED800-ED849,
 envdoctor/rules/gate_rules.py) read the plan from ``Context.extra["gate"]`` and stay silent without one.

@@ -21,10 +21,18 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-try:  # Python >= 3.11
-    import tomllib as _toml
-except ImportError:  # pragma: no cover - Python < 3.11
-    import tomli as _toml  # type: ignore[no-redef]
+class _LazyToml:
+    """tomllib (tomli before 3.11), imported only when a table's text is not in the parse cache."""
+
+    def __getattr__(self, name: str):
+        try:
+            import tomllib as mod
+        except ImportError:  # pragma: no cover - Python < 3.11
+            import tomli as mod  # type: ignore[no-redef]
+        return getattr(mod, name)
+
+
+_toml = _LazyToml()
 
 from . import tables as T
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import platform as _platform
 import re
-import socket
 
 from envdoctor.probes.base import ProbeContext
 from envdoctor.snapshot import Evidence, Platform, Snapshot
@@ -69,7 +68,7 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
         plat.system = _platform.system()
         plat.machine = _platform.machine()
         plat.kernel = _platform.release()
-        plat.hostname = socket.gethostname()
+        plat.hostname = _platform.node()
         libc, ver = _platform.libc_ver()
         if libc == "glibc":
             plat.glibc = ver
