@@ -8,6 +8,9 @@ jax) installed; envdoctor inspects it with --python and never imports them.
 
     python benchmarks/check_vs_collect_env.py --python .ci-venv/fw/bin/python --rounds 5
 
+When envdoctor is installed in that interpreter (`pip install .` there), both commands
+run on it; otherwise this interpreter's envdoctor inspects it with --python.
+
 Target: ratio <= 0.1 (aim 0.05).
 """
 from __future__ import annotations
@@ -36,9 +39,15 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--envdoctor", default=None, help="envdoctor command (default: this interpreter -m envdoctor)")
     args = ap.parse_args()
-    env = dict(os.environ)
-    check = (args.envdoctor.split() if args.envdoctor else [sys.executable, "-m", "envdoctor"]) + [
-        "check", "--python", args.python, "--format", "json"]
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
+    if args.envdoctor:
+        check = args.envdoctor.split() + ["check", "--python", args.python, "--format", "json"]
+    elif subprocess.run([args.python, "-c", "import envdoctor"], capture_output=True).returncode == 0:
+        # envdoctor installed in the target interpreter itself: the same interpreter runs both
+        check = [args.python, "-m", "envdoctor", "check", "--format", "json"]
+    else:
+        check = [sys.executable, "-m", "envdoctor", "check", "--python", args.python, "--format", "json"]
+    print("envdoctor:", " ".join(check))
     baseline = [args.python, "-m", "torch.utils.collect_env"]
     # warm both once (file cache), not counted
     timed(check, env)

@@ -446,3 +446,28 @@ def test_real_cpu_frameworks():
     assert jax is not None and jax.build == "cpu"
     assert snap.framework("jaxlib").build == "cpu"
     assert {m for m in sys.modules if m.split(".")[0] in FRAMEWORK_MODULES} == before
+
+
+def test_in_process_walk_matches_the_helper_process():
+    """For envdoctor's own environment the walk runs in-process; it must report what the helper process reports."""
+    import sys as _sys
+
+    from envdoctor.probes import pyenv as _pyenv
+    from envdoctor.probes.base import ProbeContext as _Ctx
+
+    ctx = _Ctx(env={k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")})
+    inproc = _pyenv._collect_in_process(_sys.executable, "envdoctor's own interpreter", ctx)
+    assert inproc is not None
+    spawned, reason = _pyenv.run_helper(_sys.executable, ctx.runner)
+    assert spawned is not None, reason
+    key = lambda d: sorted((x["normalized"], x["version"]) for x in d["dists"])  # noqa: E731
+    assert key(inproc) == key(spawned)
+    assert inproc["prefix"] == spawned["prefix"] and inproc["version"] == spawned["version"]
+
+
+def test_in_process_walk_is_not_used_for_another_interpreter(tmp_path):
+    from envdoctor.probes import pyenv as _pyenv
+    from envdoctor.probes.base import ProbeContext as _Ctx
+
+    ctx = _Ctx(env={"VIRTUAL_ENV": str(tmp_path)})
+    assert _pyenv._collect_in_process(str(tmp_path / "bin" / "python"), "env:VIRTUAL_ENV", ctx) is None

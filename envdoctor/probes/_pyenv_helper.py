@@ -207,11 +207,12 @@ def site_dirs():
     return out
 
 
-def main():
+def collect(path_entries):
+    """The report as a dict, from the distributions on `path_entries` (sys.path of the target)."""
     import platform
     import sysconfig
 
-    search_path = [p for p in sys.path if p and os.path.isdir(p)]
+    search_path = [p for p in path_entries if p and os.path.isdir(p)]
     dists = {}
     order = []
     for base in search_path:
@@ -256,10 +257,15 @@ def main():
         "base_prefix": getattr(sys, "base_prefix", sys.prefix),
         "real_prefix": getattr(sys, "real_prefix", None),
         "platform": sysconfig.get_platform(),
-        "sys_path": list(sys.path),
+        "sys_path": list(path_entries),
         "site_dirs": site_dirs(),
         "dists": [dists[k] for k in order],
     }
+    return result
+
+
+def main():
+    result = collect(list(sys.path))
     out = MARKER + json.dumps(result, ensure_ascii=True, sort_keys=True) + "\n"
     stream = getattr(sys.stdout, "buffer", None)
     if stream is not None:

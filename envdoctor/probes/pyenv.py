@@ -334,6 +334,20 @@ def python_env_from(data: dict, chosen_by: str = "") -> PythonEnv:
     return env
 
 
+def _collect_in_process(python: str, chosen_by: str, ctx: ProbeContext) -> Optional[dict]:
+    """When the target is the environment envdoctor itself runs in, the helper's walk runs here
+    instead of in a new interpreter (the same files are read; nothing is imported either way).
+    sys.path[0] is left out: it is envdoctor's script folder or cwd, which `python -c` would not see."""
+    prefix = (ctx.env.get("VIRTUAL_ENV") or ctx.env.get("CONDA_PREFIX")) if chosen_by.startswith("env:") else sys.prefix
+    if python != sys.executable and not (prefix and os.path.realpath(prefix) == os.path.realpath(sys.prefix)):
+        return None
+    if ctx.env.get("PYTHONPATH", "") != os.environ.get("PYTHONPATH", ""):
+        return None  # the target would see another path than this process
+    data = helper.collect(list(sys.path[1:]))
+    data["executable"] = python
+    return data
+
+
 def probe(ctx: ProbeContext, snap: Snapshot) -> None:
     python, explicit, chosen_by = resolve_target(ctx)
     if explicit:
@@ -341,7 +355,9 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
     else:
         if not ctx.root.is_live:
             raise ProbeUnknown("the Python environment of an image root is not probed (give --python to name one)")
-        data, reason = run_helper(python, ctx.runner)
+        data = _collect_in_process(python, chosen_by, ctx)
         if data is None:
-            raise ProbeUnknown(f"{python} ({chosen_by}): {reason}")
+            data, reason = run_helper(python, ctx.runner)
+            if data is None:
+                raise ProbeUnknown(f"{python} ({chosen_by}): {reason}")
     snap.python = python_env_from(data, chosen_by)
