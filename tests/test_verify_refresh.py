@@ -312,3 +312,20 @@ def test_check_uses_the_refreshed_cache(capsys, tmp_path, monkeypatch):
         code, out, err = run(capsys, "matrices", "refresh", "--index-url", idx.url)  # default cache dir
     assert code == 0 and (root / "matrices" / "pytorch.toml").exists()
     assert ed900() == []
+
+
+def test_lock_uses_the_refreshed_cache(capsys, tmp_path, monkeypatch):
+    """After a refresh, `envdoctor lock` picks the new release: no code change, only data."""
+    root = tmp_path / "cache-root"
+    monkeypatch.setenv("ENVDOCTOR_CACHE_DIR", str(root))
+    args = ["lock", "--cuda", "13.2", "--gpu", "sm_90", "--python", "3.12", "--platform", "linux-x86_64",
+            "--format", "json"]
+    code, out, err = run(capsys, *args)
+    assert code == 0, err
+    assert '"2.16.0"' not in out and "2.15.0" in out
+    with _index_with_future() as idx:
+        code, _, err = run(capsys, "matrices", "refresh", "--index-url", idx.url)
+    assert code == 0, err
+    code, out, err = run(capsys, *args)
+    assert code == 0, err
+    assert "2.16.0" in out
