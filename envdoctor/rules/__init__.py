@@ -15,11 +15,17 @@ RULE_MODULES = (
     "cuda_driver",
     "arch",
     "python_data",
-    "gate_rules",
 )
 
 for _name in RULE_MODULES:
     importlib.import_module(f"envdoctor.rules.{_name}")
 
-# The smoke rules (ED700-ED749) live with `envdoctor smoke`; they only speak when smoke results are folded in.
-importlib.import_module("envdoctor.smoke.findings")
+# Rules that only speak about what a machine probe cannot show: ED700-ED749 judge smoke results
+# (they live with `envdoctor smoke`), ED800-ED849 judge gate's install plans. A plain `check` does
+# not import them; the catalogue (`envdoctor rules`, `explain`), gate and smoke do.
+EXTRA_RULE_MODULES = ("envdoctor.smoke.findings", "envdoctor.rules.gate_rules")
+
+
+def load_extra_rules() -> None:
+    for name in EXTRA_RULE_MODULES:
+        importlib.import_module(name)

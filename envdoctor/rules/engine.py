@@ -6,15 +6,21 @@ from typing import Iterable, List, Optional
 from envdoctor.rules.base import REGISTRY, SEVERITY_RANK, Finding, Rule
 
 
-def all_rules() -> List[Rule]:
-    import envdoctor.rules  # noqa: F401 - registers every rule module
+def all_rules(complete: bool = True) -> List[Rule]:
+    """The registered rules; `complete=False` leaves out the smoke and gate-plan rules (silent in check)."""
+    import envdoctor.rules  # registers the machine rules
 
+    if complete:
+        envdoctor.rules.load_extra_rules()
     return [REGISTRY[k] for k in sorted(REGISTRY)]
 
 
-def select_rules(only: Optional[Iterable[str]] = None, skip: Optional[Iterable[str]] = None) -> List[Rule]:
+def select_rules(only: Optional[Iterable[str]] = None, skip: Optional[Iterable[str]] = None,
+                 complete: bool = True) -> List[Rule]:
     """Rules by ID or ID prefix (ED1 selects ED100-ED199) or by name."""
-    rules = all_rules()
+    wanted = [s for s in list(only or []) + list(skip or []) if s.strip()]
+    # naming a rule the machine rules lack (ED8..., a smoke rule) loads the complete catalogue
+    rules = all_rules(complete or bool(wanted))
 
     def matches(r: Rule, sel: str) -> bool:
         sel = sel.strip()
