@@ -15,7 +15,7 @@ def _md(text: str) -> str:
 
 def render_report_markdown(report: Report, snapshot_dict: dict) -> str:
     snap = report.snapshot
-    lines: List[str] = [f"## envdoctor report", "", f"envdoctor {snap.envdoctor_version or ''}, snapshot {snap.created}"
+    lines: List[str] = ["## envdoctor report", "", f"envdoctor {snap.envdoctor_version or ''}, snapshot {snap.created}"
                         + (" (redacted)" if snapshot_dict.get("redacted") else ""), "", "| area | state |", "| --- | --- |"]
     for area in AREAS:
         summary = _area_summary(area, snap)

@@ -15,6 +15,7 @@ from typing import List, Optional, Tuple
 
 from packaging.version import Version
 
+from envdoctor.rules.requires import marker_extras
 from envdoctor.rules.base import EvidenceItem, rule
 from envdoctor.rules.context import parse_version
 from envdoctor.rules.cudnn_pins import (
@@ -334,7 +335,7 @@ def build_for_other_vendor(ctx, r):
             elif fw.name == "tensorflow":
                 fix += [f"$ pip uninstall -y {fw.distribution}", "$ pip install tensorflow-rocm"]
             else:
-                extras = sorted({x for line in fw.requires for x in _extras(line) if x.startswith("rocm")})
+                extras = sorted({x for line in fw.requires for x in marker_extras(line) if x.startswith("rocm")})
                 if extras:
                     fix.append(f'$ pip install "jax[{extras[0]}]=={public(fw.version)}"')
             findings.append(r.finding(
@@ -361,12 +362,6 @@ def build_for_other_vendor(ctx, r):
                 f"{label} is a ROCm (AMD) build but this machine has {gpus} (NVIDIA driver {ctx.driver_version}): "
                 f"{fw.name} runs on the CPU.", evidence=ev, fix=fix, subject=label, cause=f"cpu-build:{fw.name}"))
     return findings
-
-
-def _extras(line: str) -> List[str]:
-    import re
-
-    return [x.replace("_", "-").lower() for x in re.findall(r"""extra\s*==\s*['"]([^'"]+)['"]""", line)]
 
 
 # ----------------------------------------------------------------------------------------------

@@ -25,6 +25,16 @@ def base_version(text: Optional[str]) -> Optional[str]:
     return v.base_version if v is not None else None
 
 
+def row_source(matrices: Any, row: Any, default: str = "matrices") -> str:
+    """The source a matrix row cites (for a finding's evidence); `default` when there is none."""
+    if matrices is None or row is None:
+        return default
+    try:
+        return str(matrices.row_source(row))
+    except Exception:  # noqa: BLE001 - a row from an older cache may lack fields
+        return str(getattr(row, "source", "") or default)
+
+
 def major_minor(text: Optional[str]) -> Optional[str]:
     v = parse_version(text)
     if v is None:

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import parse_version
+from envdoctor.rules.context import parse_version, row_source
 from envdoctor.snapshot import GPU, Framework
 
 # --------------------------------------------------------------------------- small helpers
@@ -66,13 +66,6 @@ def fw_build_source(fw: Framework) -> str:
 def fw_label(fw: Framework) -> str:
     name = fw.distribution or fw.name
     return f"{name} {fw.version}"
-
-
-def row_source(m, row) -> str:
-    try:
-        return m.row_source(row)
-    except Exception:  # noqa: BLE001
-        return getattr(row, "source", "") or "matrices"
 
 
 def driver_source(snap) -> str:

@@ -25,7 +25,7 @@ from packaging.version import InvalidVersion, Version
 
 from envdoctor.rules.requires import requirement
 from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import parse_version
+from envdoctor.rules.context import parse_version, row_source
 from envdoctor.snapshot import Cudnn, Framework, Snapshot
 
 # ----------------------------------------------------------------------------------------------
@@ -256,13 +256,7 @@ def driver_os(ctx) -> str:
 
 
 def row_src(ctx, row) -> str:
-    m = ctx.matrices
-    if m is None or row is None:
-        return ""
-    try:
-        return m.row_source(row)
-    except Exception:  # noqa: BLE001
-        return str(getattr(row, "source", "") or "")
+    return row_source(ctx.matrices, row, default="")
 
 
 def fw_src(fw: Framework) -> str:

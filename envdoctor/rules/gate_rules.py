@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from packaging.version import Version
 
 from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.rules.context import row_source
 
 PIP_REQ_FILE_DOC = "https://pip.pypa.io/en/stable/reference/requirements-file-format/"
 TORCH_PREVIOUS = "https://pytorch.org/get-started/previous-versions/"
@@ -44,13 +45,7 @@ def _line_evidence(plan, p) -> List[EvidenceItem]:
 
 
 def _row_src(ctx, row) -> str:
-    m = ctx.matrices
-    if m is None or row is None:
-        return "matrices"
-    try:
-        return m.row_source(row)
-    except Exception:  # noqa: BLE001
-        return str(getattr(row, "source", "") or "matrices")
+    return row_source(ctx.matrices, row)
 
 
 def _file_of(p) -> str:

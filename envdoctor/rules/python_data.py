@@ -19,7 +19,7 @@ least one new series is likely missing.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import List, Optional
+from typing import Optional
 
 from packaging.version import Version
 

@@ -30,3 +30,11 @@ def canonical_name(name: str) -> str:
     """The PEP 503 normalized name (what packaging.utils.canonicalize_name computes, without importing
     packaging.tags and sysconfig behind it)."""
     return _SEPARATORS.sub("-", name).lower()
+
+
+_EXTRA_RE = re.compile(r"""extra\s*==\s*['"]([^'"]+)['"]""")
+
+
+def marker_extras(line: str) -> list:
+    """The extras a Requires-Dist line's marker names (`extra == "and-cuda"`), normalized."""
+    return [x.replace("_", "-").lower() for x in _EXTRA_RE.findall(line)]

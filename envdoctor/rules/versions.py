@@ -20,6 +20,7 @@ from typing import List, Optional, Tuple
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from envdoctor.rules.requires import marker_extras
 from envdoctor.rules.base import EvidenceItem, rule
 from envdoctor.rules.context import parse_version
 from envdoctor.rules.cudnn_pins import (
@@ -95,7 +96,7 @@ def _jax_fix(jax: Framework, jaxlib: Optional[Framework], plugins, target: Optio
     if target is None:
         return []
     cmds = []
-    extras = {x for line in jax.requires for x in _extras(line)}
+    extras = {x for line in jax.requires for x in marker_extras(line)}
     if plugins:
         for major in sorted(plugins):
             if f"cuda{major}" in extras:
@@ -106,12 +107,6 @@ def _jax_fix(jax: Framework, jaxlib: Optional[Framework], plugins, target: Optio
     else:
         cmds.append(f'$ pip install "jax=={target}" "jaxlib=={target}"')
     return cmds
-
-
-def _extras(line: str) -> List[str]:
-    import re
-
-    return [x.replace("_", "-").lower() for x in re.findall(r"""extra\s*==\s*['"]([^'"]+)['"]""", line)]
 
 
 # ----------------------------------------------------------------------------------------------
