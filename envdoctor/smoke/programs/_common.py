@@ -171,6 +171,13 @@ def compare(got, ref, tol, what="result"):
     return numbers
 
 
+def conv_errors(ref, y, dx, dw, tol, to_list):
+    """Compare a conv2d forward output and both gradients with the pure-Python reference `ref`."""
+    return worst(compare(to_list(y), ref["y"], tol, "conv2d forward"),
+                 compare(to_list(dx), ref["dx"], tol, "conv2d input gradient"),
+                 compare(to_list(dw), ref["dw"], tol, "conv2d weight gradient"))
+
+
 def worst(*numbers):
     out = {}
     for n in numbers:

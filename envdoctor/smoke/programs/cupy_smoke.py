@@ -84,9 +84,7 @@ def cupy_conv(s, device):
                                     tensor_core="auto")
     _sync(s)
     tol = TOL["gpu"]
-    numbers = worst(compare(_list(s, y), d["y"], tol, "conv2d forward"),
-                    compare(_list(s, dx), d["dx"], tol, "conv2d input gradient"),
-                    compare(_list(s, dw), d["dw"], tol, "conv2d weight gradient"))
+    numbers = conv_errors(d, y, dx, dw, tol, lambda t: _list(s, t))
     return {"detail": "cuDNN conv2d forward + backward fp32, max rel error %.2g" % numbers["max_rel_err"],
             "numbers": numbers}
 

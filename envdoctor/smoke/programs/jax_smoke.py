@@ -106,9 +106,7 @@ def _conv(s, device, dtype=None):
 def jax_conv(s, device):
     d, y, dx, dw = _conv(s, device)
     tol = TOL[device]
-    numbers = worst(compare(_list(s, y), d["y"], tol, "conv2d forward"),
-                    compare(_list(s, dx), d["dx"], tol, "conv2d input gradient"),
-                    compare(_list(s, dw), d["dw"], tol, "conv2d weight gradient"))
+    numbers = conv_errors(d, y, dx, dw, tol, lambda t: _list(s, t))
     return {"detail": "conv2d forward + backward fp32, max rel error %.2g" % numbers["max_rel_err"],
             "numbers": numbers}
 

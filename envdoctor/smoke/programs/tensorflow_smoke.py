@@ -128,9 +128,7 @@ def tf_conv(s, device):
     tf = s.fw
     d, y, dx, dw = _conv(s, device)
     tol = TOL[device]
-    numbers = worst(compare(_list(tf, y), d["y"], tol, "conv2d forward"),
-                    compare(_list(tf, dx), d["dx"], tol, "conv2d input gradient"),
-                    compare(_list(tf, dw), d["dw"], tol, "conv2d weight gradient"))
+    numbers = conv_errors(d, y, dx, dw, tol, lambda t: _list(tf, t))
     return {"detail": "conv2d forward + backward fp32, max rel error %.2g" % numbers["max_rel_err"],
             "numbers": numbers}
 

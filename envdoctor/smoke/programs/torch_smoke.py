@@ -110,9 +110,7 @@ def torch_conv(s, device):
     torch = s.fw
     d, y, dx, dw = _conv(s, device)
     tol = TOL[device]
-    numbers = worst(compare(_list(y), d["y"], tol, "conv2d forward"),
-                    compare(_list(dx), d["dx"], tol, "conv2d input gradient"),
-                    compare(_list(dw), d["dw"], tol, "conv2d weight gradient"))
+    numbers = conv_errors(d, y, dx, dw, tol, _list)
     info = {}
     if device == "gpu":
         info["cudnn_enabled"] = bool(torch.backends.cudnn.enabled)
