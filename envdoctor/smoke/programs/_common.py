@@ -189,28 +189,26 @@ def worst(*numbers):
     return out
 
 
-def cxx_compiler():
-    """The C++ compiler torch.compile's CPU backend would use, or None."""
-    cxx = os.environ.get("CXX")
-    if cxx and (shutil.which(cxx) or os.path.isfile(cxx)):
-        return shutil.which(cxx) or cxx
-    for name in ("g++", "c++", "clang++"):
+def _compiler(variable, names):
+    """The program named by the environment variable (a name on PATH or a path), else the first of names on PATH."""
+    chosen = os.environ.get(variable)
+    if chosen and (shutil.which(chosen) or os.path.isfile(chosen)):
+        return shutil.which(chosen) or chosen
+    for name in names:
         found = shutil.which(name)
         if found:
             return found
     return None
+
+
+def cxx_compiler():
+    """The C++ compiler torch.compile's CPU backend would use, or None."""
+    return _compiler("CXX", ("g++", "c++", "clang++"))
 
 
 def c_compiler():
     """The C compiler Triton builds its launcher with (CC, else cc / gcc / clang), or None."""
-    cc = os.environ.get("CC")
-    if cc and (shutil.which(cc) or os.path.isfile(cc)):
-        return shutil.which(cc) or cc
-    for name in ("cc", "gcc", "clang"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
+    return _compiler("CC", ("cc", "gcc", "clang"))
 
 
 def timed_rate(fn, sync, work, min_time=0.2, max_iter=20):
