@@ -165,4 +165,5 @@ COMMANDS = {
     "smoke": ("envdoctor.smoke.cli", "smoke"),
     "gate": ("envdoctor.gate.cli", "gate"),
     "onboard": ("envdoctor.onboard.cli", "onboard"),
+    "fleet": ("envdoctor.fleet.cli", "fleet"),
 }
