@@ -63,8 +63,7 @@ def test_k8s_manifests_validate_against_the_kubernetes_schema():
 def test_slurm_script_and_ansible_playbook(tmp_path):
     script = ok(envdoctor("fleet", "manifest", "slurm", "--nodes", "64", "--partition", "a100", "--dir", "/shared/ed")).stdout
     assert "#SBATCH --nodes=64" in script and "#SBATCH --partition=a100" in script
-    assert ("srun --nodes=64 --ntasks-per-node=1 --output=/shared/ed/%N.json envdoctor probe --format json --fleet"
-            in script)
+    assert "srun --nodes=64 --ntasks-per-node=1 envdoctor probe --format json --fleet -o /shared/ed/%N.json" in script
     (tmp_path / "job.sh").write_text(script)
     if shutil.which("bash"):
         assert subprocess.run(["bash", "-n", str(tmp_path / "job.sh")]).returncode == 0

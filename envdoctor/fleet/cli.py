@@ -174,8 +174,10 @@ def drift(since, until, store_file, where, fmt):
 @click.option("--job", is_flag=True, help="k8s: an Indexed Job over --nodes nodes instead of a DaemonSet.")
 @click.option("--runtime-class", default="nvidia", show_default=True, help="k8s: runtimeClassName ('' for none).")
 @click.option("--hosts", default="gpu", show_default=True, help="Ansible: the inventory group.")
+@click.option("--envdoctor", "command", default="envdoctor", show_default=True, metavar="CMD",
+              help="Slurm: how the nodes run envdoctor (e.g. /shared/venv/bin/envdoctor).")
 @click.option("-o", "--output", metavar="FILE", help="Write to FILE instead of stdout.")
-def manifest(engine, nodes, partition, out_dir, image, namespace, job, runtime_class, hosts, output):
+def manifest(engine, nodes, partition, out_dir, image, namespace, job, runtime_class, hosts, command, output):
     """What a scheduler needs to take one snapshot per node: a Kubernetes manifest, an sbatch script, a playbook."""
     from envdoctor.cli import emit
     from envdoctor.fleet import manifests as M
@@ -184,7 +186,7 @@ def manifest(engine, nodes, partition, out_dir, image, namespace, job, runtime_c
         text = M.k8s_text(M.k8s(image, namespace, out_dir if out_dir.startswith("/") else "/var/lib/" + out_dir,
                                 job=job, nodes=nodes, runtime_class=runtime_class or None), namespace)
     elif engine == "slurm":
-        text = M.slurm(nodes, out_dir, partition)
+        text = M.slurm(nodes, out_dir, partition, envdoctor=command)
     else:
         text = M.ansible(hosts, out_dir)
     emit(text, output)

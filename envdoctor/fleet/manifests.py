@@ -1,8 +1,9 @@
 """`fleet manifest k8s|slurm|ansible`: collect a snapshot from every node through the engine already there.
 
 Each writes one snapshot per node, named after the node, into a folder that `envdoctor fleet ingest` reads:
-- Slurm: an sbatch script whose `srun --nodes=N --ntasks-per-node=1 --output=DIR/%N.json` runs
-  `envdoctor probe --format json --fleet` once on every node (the node name comes from $SLURMD_NODENAME);
+- Slurm: an sbatch script whose `srun --nodes=N --ntasks-per-node=1 envdoctor probe --format json --fleet
+  -o DIR/%N.json` runs once on every node (the probe names the node from $SLURMD_NODENAME, expands %N itself
+  and writes each file atomically, so a node that dies leaves no half file);
 - Kubernetes: a DaemonSet (or with --job an Indexed Job, one pod per node) for the GPU nodes whose init
   container writes DIR/<node>.json on the node (hostPath) and prints it to its log;
 - Ansible: a playbook that runs the probe on each host and copies the output to DIR/<host>.json here.
@@ -95,16 +96,17 @@ def k8s_text(docs: List[Dict[str, Any]], namespace: str) -> str:
 
 def slurm(nodes: int, out_dir: str, partition: Optional[str] = None, time_limit: str = "00:05:00",
           envdoctor: str = "envdoctor") -> str:
+    """The sbatch script (envdoctor: the command that runs envdoctor on the nodes)."""
     d = shlex.quote(out_dir)
     lines = ["#!/bin/bash", "# envdoctor fleet manifest slurm: one snapshot per node into " + out_dir,
              "#SBATCH --job-name=envdoctor-fleet", f"#SBATCH --nodes={nodes}", "#SBATCH --ntasks-per-node=1",
-             f"#SBATCH --time={time_limit}", f"#SBATCH --output={out_dir}/envdoctor-fleet-%j.log"]
+             f"#SBATCH --time={time_limit}", "#SBATCH --output=envdoctor-fleet-%j.log"]
     if partition:
         lines.append(f"#SBATCH --partition={partition}")
     label = f" --label partition={shlex.quote(partition)}" if partition else ""
     lines += ["set -eu", f"mkdir -p {d}",
-              "# each node's stdout goes to DIR/<node>.json; --fleet keeps the node name ($SLURMD_NODENAME)",
-              f"srun --nodes={nodes} --ntasks-per-node=1 --output={d}/%N.json {envdoctor} probe --format json --fleet",
+              "# each node writes DIR/<node>.json; --fleet keeps the node name ($SLURMD_NODENAME)",
+              f"srun --nodes={nodes} --ntasks-per-node=1 {envdoctor} probe --format json --fleet -o {d}/%N.json",
               f"# then, anywhere the folder is visible: envdoctor fleet ingest{label} {d}", ""]
     return "\n".join(lines)
 
