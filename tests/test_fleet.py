@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -18,15 +19,28 @@ from tests.fleet_nodes import A10G_535, A100_580, DRIVER_470, HIDDEN_580, REBOOT
 
 GATE_FIX = Path(__file__).parent / "fixtures" / "gate"
 NOW = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+# the matrices' parsed-form cache of this run only: the user's cache may hold what another envdoctor wrote
+CACHE = tempfile.mkdtemp(prefix="envdoctor-fleet-cache-")
 
 
 def at(days_ago: float) -> str:
     return (NOW - datetime.timedelta(days=days_ago)).isoformat()
 
 
+def write_tarball(path, nodes, folder=""):
+    with tarfile.open(path, "w:gz") as tf:
+        for data in nodes:
+            raw = json.dumps(data, indent=2).encode()
+            info = tarfile.TarInfo(f"{folder}{data['platform']['hostname']}.json")
+            info.size = len(raw)
+            tf.addfile(info, io.BytesIO(raw))
+    return path
+
+
 def envdoctor(*args, store=None, input=None, env=None):
     e = dict(os.environ)
     e.pop("ENVDOCTOR_FLEET_STORE", None)
+    e["ENVDOCTOR_CACHE_DIR"] = CACHE
     e.update(env or {})
     if store is not None:
         e["ENVDOCTOR_FLEET_STORE"] = str(store)
@@ -111,13 +125,7 @@ def test_ingest_reads_folders_jsonl_tarballs_and_stdin_idempotently(tmp_path):
     folder = write_nodes(tmp_path / "dir", [node("a1", at(2)), node("a2", at(2))])
     jsonl = tmp_path / "more.jsonl"
     jsonl.write_text("".join(json.dumps(node(f"j{i}", at(2))) + "\n" for i in range(3)))
-    tgz = tmp_path / "nodes.tar.gz"
-    with tarfile.open(tgz, "w:gz") as tf:
-        for i in range(2):
-            raw = json.dumps(node(f"t{i}", at(2)), indent=2).encode()
-            info = tarfile.TarInfo(f"collect/t{i}.json")
-            info.size = len(raw)
-            tf.addfile(info, io.BytesIO(raw))
+    tgz = write_tarball(tmp_path / "nodes.tar.gz", [node(f"t{i}", at(2)) for i in range(2)], folder="collect/")
     # kubectl logs of many pods: pretty-printed documents one after the other
     piped = "".join(json.dumps(node(f"s{i}", at(2)), indent=2) + "\n" for i in range(2))
     out = ok(envdoctor("fleet", "ingest", str(folder), str(jsonl), str(tgz), "-", store=store, input=piped)).stdout
@@ -156,13 +164,7 @@ def test_bad_snapshots_are_reported_with_their_file_and_skipped(tmp_path):
 
 
 def test_a_tarball_cut_short_keeps_what_was_read(tmp_path):
-    tgz = tmp_path / "nodes.tar.gz"
-    with tarfile.open(tgz, "w:gz") as tf:
-        for i in range(40):
-            raw = json.dumps(node(f"t{i:02d}", at(1)), indent=2).encode()
-            info = tarfile.TarInfo(f"t{i:02d}.json")
-            info.size = len(raw)
-            tf.addfile(info, io.BytesIO(raw))
+    tgz = write_tarball(tmp_path / "nodes.tar.gz", [node(f"t{i:02d}", at(1)) for i in range(40)])
     data = tgz.read_bytes()
     tgz.write_bytes(data[: len(data) // 2])
     store = tmp_path / "fleet.db"
@@ -179,8 +181,6 @@ def test_a_store_cut_short_is_rebuilt_from_its_inputs(tmp_path, planted):
     ok(envdoctor("fleet", "ingest", "-", store=store, input=piped))
     before = report_json(store)
     ok(envdoctor("fleet", "ingest", str(planted), store=store))  # merges the WAL into the store file
-    for suffix in ("-wal", "-shm"):
-        assert not Path(f"{store}{suffix}").exists() or Path(f"{store}{suffix}").stat().st_size >= 0
     size = store.stat().st_size
     with open(store, "r+b") as fh:
         fh.truncate(size // 3)
