@@ -107,12 +107,20 @@ def cli() -> None:
 @cli.command()
 @machine_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS_PROBE), default="text", show_default=True)
-@click.option("-o", "--output", metavar="FILE", help="Write the snapshot to FILE (atomically) instead of stdout.")
+@click.option("-o", "--output", metavar="FILE", help="Write the snapshot to FILE (atomically) instead of stdout "
+              "(with --fleet, %N in FILE stands for the node name).")
 @click.option("--no-redact", is_flag=True, help="Keep GPU UUIDs, host name, home directory and secret-looking values.")
-def probe(python_path, root_dir, snapshot_file, timeout, fmt, output, no_redact):
+@click.option("--fleet", is_flag=True, help="For `envdoctor fleet`: keep the node name unredacted (the host name, or "
+              "$ENVDOCTOR_NODE_NAME / $SLURMD_NODENAME when set); the rest is redacted as usual.")
+@click.option("--node-name", metavar="NAME", help="Record NAME as the node name (implies --fleet).")
+def probe(python_path, root_dir, snapshot_file, timeout, fmt, output, no_redact, fleet, node_name):
     """Take a snapshot of the machine: driver, GPUs, toolkits, cuDNN, frameworks, loader paths."""
     snap = obtain_snapshot(python_path, root_dir, snapshot_file, timeout)
     data = snapshot_dict(snap, redact=not no_redact)
+    if fleet or node_name:  # an explicit opt-in: the node name is what a fleet report is about
+        data["platform"]["hostname"] = (node_name or os.environ.get("ENVDOCTOR_NODE_NAME")
+                                        or os.environ.get("SLURMD_NODENAME") or snap.platform.hostname)
+        output = output.replace("%N", data["platform"]["hostname"] or "node") if output else output
     if fmt == "json":
         from envdoctor.snapshot_io import dump_json
 

@@ -66,7 +66,8 @@ def use_color() -> bool:
 
 @click.command()
 @machine_options
-@click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown", "prometheus")), default="text",
+              show_default=True)
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
 @click.option("--only", multiple=True, metavar="IDS", help="Run only these rules (IDs, prefixes like ED1, or names; comma-separated).")
 @click.option("--skip", multiple=True, metavar="IDS", help="Skip these rules.")
@@ -108,6 +109,12 @@ def check(python_path, root_dir, snapshot_file, timeout, fmt, strict, only, skip
         from envdoctor.render.report_markdown import render_report_markdown
 
         emit(render_report_markdown(report, sdict), output)
+    elif fmt == "prometheus":
+        import time
+
+        from envdoctor.render.report_prometheus import render_report_prometheus
+
+        emit(render_report_prometheus(report, rules=prepared[0], timestamp=time.time()), output)
     else:
         from envdoctor.render.report_text import render_report_text
 
@@ -165,4 +172,5 @@ COMMANDS = {
     "smoke": ("envdoctor.smoke.cli", "smoke"),
     "gate": ("envdoctor.gate.cli", "gate"),
     "onboard": ("envdoctor.onboard.cli", "onboard"),
+    "fleet": ("envdoctor.fleet.cli", "fleet"),
 }

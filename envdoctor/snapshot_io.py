@@ -22,23 +22,31 @@ def load_snapshot(path: str | os.PathLike) -> Snapshot:
         raw = p.read_bytes()[: MAX_SNAPSHOT_BYTES + 1]
     except OSError as exc:
         raise BadInput(f"cannot read snapshot file {p}: {exc.strerror or exc}") from None
+    return snapshot_from_data(decode_json(raw, f"snapshot file {p}"), f"snapshot file {p}")
+
+
+def decode_json(raw: bytes, what: str):
+    """The JSON document in raw bytes (at most MAX_SNAPSHOT_BYTES), BadInput naming `what` otherwise."""
     if len(raw) > MAX_SNAPSHOT_BYTES:
-        raise BadInput(f"snapshot file {p} is larger than {MAX_SNAPSHOT_BYTES // (1024 * 1024)} MiB")
+        raise BadInput(f"{what} is larger than {MAX_SNAPSHOT_BYTES // (1024 * 1024)} MiB")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise BadInput(f"snapshot file {p} is not UTF-8 text (is it a binary file?)") from None
+        raise BadInput(f"{what} is not UTF-8 text (is it a binary file?)") from None
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise BadInput(f"snapshot file {p} is not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    # `envdoctor check --format json` output holds the snapshot under "snapshot": accept it too.
+        raise BadInput(f"{what} is not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+
+
+def snapshot_from_data(data, what: str) -> Snapshot:
+    """A Snapshot from decoded JSON: a snapshot, or `envdoctor check --format json` output holding one."""
     if isinstance(data, dict) and "snapshot" in data and "findings" in data:
         data = data["snapshot"]
     try:
         return Snapshot.from_dict(data)
     except (ValueError, TypeError) as exc:
-        raise BadInput(f"snapshot file {p} is not an envdoctor snapshot: {exc}") from None
+        raise BadInput(f"{what} is not an envdoctor snapshot: {exc}") from None
 
 
 def write_atomic(path: str | os.PathLike, text: str) -> None:
