@@ -186,7 +186,7 @@ def stated_snapshot(matrices: Any, *, driver: Optional[str] = None, gpus: Sequen
                     python: Optional[str] = None, platform: Optional[str] = None, cpu: bool = False,
                     base: Optional[Snapshot] = None) -> Snapshot:
     """A Snapshot from stated facts (over ``base`` when given: the stated facts replace its parts).
-    What is not stated stays unknown (probe status "unknown"), so rules stay silent about it."""
+    What is not stated stays unknown (probe status "skipped"), so rules stay silent about it."""
     from envdoctor import __version__
 
     if cpu and (driver or gpus):
@@ -204,7 +204,7 @@ def stated_snapshot(matrices: Any, *, driver: Optional[str] = None, gpus: Sequen
     statuses = {p.name: p for p in snap.probes}
 
     def status(name: str, ok: bool, why: str = "") -> None:
-        statuses[name] = ProbeStatus(name, "ok" if ok else "unknown", "" if ok else why)
+        statuses[name] = ProbeStatus(name, "ok" if ok else "skipped", "" if ok else why)  # not stated: not probed
 
     if platform is not None or stated_all:
         system, machine, wsl, tag = _PLATFORM_FACTS[platform or "linux-x86_64"]
