@@ -493,6 +493,7 @@ class _Planner:
             spec_text, loc = unit.python
             py, py_from = self._conda_python(spec_text, loc, snap)
         self.t = target_of(snap, python=py, python_from=py_from)
+        self.cpu_only = not snap.gpus and snap.driver.state == "not_installed"  # --cpu or a probed CPU machine
         self.plan = Plan(unit, self.t)
         if self.python_note:
             self.plan.assumptions.append(self.python_note)
@@ -1088,7 +1089,7 @@ class _Planner:
         if best:
             rel, text = best[-1]["release"], best[-1]["text"]
             plat = self.t.tf_platform
-            if stub.gpu_extra and rel.and_cuda and plat is not None and rel.gpu_on(plat):
+            if stub.gpu_extra and rel.and_cuda and plat is not None and rel.gpu_on(plat) and not self.cpu_only:
                 extras = f"[{stub.gpu_extra}]"
             replacement = f"{stub.replacement}{extras}=={text}"
         else:

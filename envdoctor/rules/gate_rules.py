@@ -538,8 +538,8 @@ def deprecated_distribution(ctx, r):
         row = f.get("row")
         ev = _line_evidence(plan, p) + [EvidenceItem(f"{f['package']} {getattr(row, 'versions', '')}",
                                                      str(getattr(row, "summary", "")), _row_src(ctx, row))]
-        msg = (f"{p.subject}: {f['package']} {getattr(row, 'versions', '')} is not a framework build: "
-               f"{getattr(row, 'summary', '')} pip fails on this line.")
+        msg = (f"{p.subject}: {f['package']} {getattr(row, 'versions', '')} is an empty stub, not a framework build, "
+               f"so pip fails on this line. {getattr(row, 'summary', '')}")
         fix = [f"Replace the line in {_file_of(p)} with:", str(f["replacement"]),
                f"$ pip install '{f['replacement']}'"]
         out.append(r.finding(msg, evidence=ev, fix=fix, subject=p.subject, cause=f"gate-install:{p.subject}"))
