@@ -25,6 +25,7 @@ from click.testing import CliRunner
 from envdoctor.snapshot import ProbeStatus
 from tests import snapfactory as sf
 from tests.fakes import make_exe, write
+from tests.test_gate_integrations import cli as gate_integrations_cli
 
 @pytest.fixture(autouse=True)
 def _own_cache(tmp_path, monkeypatch):
@@ -34,19 +35,9 @@ def _own_cache(tmp_path, monkeypatch):
 
 def cli(args, capsys, cwd=None):
     """`envdoctor ARGS` in-process through envdoctor.cli.main (exit codes and one-line errors as a user sees them)."""
-    from envdoctor.cli import main
-
-    old = os.getcwd()
-    if cwd:
-        os.chdir(cwd)
-    try:
-        with pytest.raises(SystemExit) as info:
-            main([str(a) for a in args])
-    finally:
-        os.chdir(old)
-    out, err = capsys.readouterr()
+    rc, out, err = gate_integrations_cli([str(a) for a in args], capsys, cwd=cwd)
     assert "Traceback" not in err
-    return info.value.code, out, err
+    return rc, out, err
 
 
 def run(args, env=None, cwd=None, timeout=180):

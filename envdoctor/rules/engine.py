@@ -90,8 +90,9 @@ def select_rules(only: Optional[Iterable[str]] = None, skip: Optional[Iterable[s
 
 def crash_finding(r: Rule, exc: BaseException) -> Finding:
     """A rule that raised: the report says envdoctor could not judge that part (a warning, never a silent info)."""
+    title = REGISTRY[CRASH_ID].title if CRASH_ID in REGISTRY else "envdoctor could not judge"
     return Finding(
-        id=CRASH_ID, severity="warning", title="envdoctor could not judge", area=r.area, subject=r.id,
+        id=CRASH_ID, severity="warning", title=title, area=r.area, subject=r.id,
         message=f"envdoctor could not judge {r.id} ({r.name}: {r.title}): the rule failed with "
                 f"{type(exc).__name__}: {exc}. This part of the machine is unchecked; please report it.",
     )

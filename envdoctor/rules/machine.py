@@ -884,7 +884,12 @@ def deprecated_distribution_installed(ctx, r):
         ev = [EvidenceItem("installed", label, fw.evidence[0].source if fw.evidence else f"python.packages:{fw.distribution}"),
               EvidenceItem(f"{row.name} {row.versions}", row.summary, row_source(m, row))]
         rel = tf_choice(ctx, lambda rel: True) if row.replacement == "tensorflow" else None
-        install = tf_command(rel) if rel is not None else f"$ pip install {row.replacement}"
+        if rel is None:
+            install = f"$ pip install {row.replacement}"
+        elif ctx.has_nvidia_gpu:
+            install = tf_command(rel)  # tensorflow[and-cuda] where the release has the extra
+        else:
+            install = f"$ pip install '{row.replacement}~={rel.tested}'"
         fix = [f"$ pip uninstall -y {fw.distribution}", install]
         if row.covers(fw.version):
             out.append(r.finding(
