@@ -27,11 +27,12 @@ def load_data():
     return m, list(getattr(m, "warnings", []))
 
 
-def prepare_judgement(only=None, skip=None):
-    """Everything judging needs besides the snapshot: the selected rules and the data."""
-    from envdoctor.rules.engine import select_rules
+def prepare_judgement(only=None, skip=None, command="check"):
+    """Everything judging needs besides the snapshot: the rules `command` runs (its families in
+    envdoctor.rules.engine.COMMAND_FAMILIES, narrowed by --only / --skip) and the data."""
+    from envdoctor.rules.engine import COMMAND_FAMILIES, select_rules
 
-    rules = select_rules(only, skip, complete=False)
+    rules = select_rules(only, skip, families=COMMAND_FAMILIES[command], command=command)
     matrices, warnings = load_data()
     return rules, matrices, warnings
 
@@ -81,7 +82,7 @@ def check(python_path, root_dir, snapshot_file, timeout, fmt, strict, only, skip
     # Rules are selected first so a bad --only fails before any probing. (Loading the rules in a
     # thread beside the probes was measured slower: both are CPU-bound Python, and the GIL
     # ping-pong cost more than the subprocess waits it hid.)
-    prepared = prepare_judgement(_split_ids(only), _split_ids(skip))
+    prepared = prepare_judgement(_split_ids(only), _split_ids(skip), "check --smoke" if with_smoke else "check")
     snap = obtain_snapshot(python_path, root_dir, snapshot_file, timeout)
     report = build_report(snap, prepared=prepared)
     if with_smoke:
@@ -93,7 +94,9 @@ def check(python_path, root_dir, snapshot_file, timeout, fmt, strict, only, skip
         from envdoctor.smoke import run_smoke, smoke_findings
 
         results = run_smoke(snap, python=python_path)
-        report.findings = order(fold_causes(report.findings + smoke_findings(results, snap)))
+        selected = {r.id for r in prepared[0]}  # --only / --skip apply to the smoke rules too
+        smoke = [f for f in smoke_findings(results, snap) if f.id in selected]
+        report.findings = order(fold_causes(report.findings + smoke))
         report.extra["smoke"] = results.to_dict()
     sdict = snapshot_dict(snap, redact=not no_redact)
     if not no_redact:

@@ -181,7 +181,7 @@ def run_gate(paths: Sequence[str], *, snapshot_file=None, driver=None, gpus=(), 
         if name not in pool and not any(u.kind == "uv.lock" for u in units):
             have = ", ".join(sorted(set(pool))) or "none"
             raise BadInput(f"--{kind} {name}: no input defines it ({kind}s defined: {have})")
-    rules, matrices, warnings = prepare_judgement(only, skip)
+    rules, matrices, warnings = prepare_judgement(only, skip, "gate")
     if matrices is None:
         raise BadInput("the compatibility data cannot be loaded: " + "; ".join(warnings))
     snap, source = build_target(matrices, snapshot_file=snapshot_file, driver=driver, gpus=gpus, python_opt=python_opt,

@@ -211,6 +211,11 @@ SPECS: Dict[str, Dict[str, RowSpec]] = {
             _req(key="str", value="str", summary="str"),
             dict(applies_to="list_str", message="text", note="text"),
             ("key",)),
+        # a distribution name that, for `versions`, installs no framework (renamed or emptied): use `replacement`
+        "deprecated_distribution": RowSpec(
+            _req(name="str", versions="spec", replacement="str", summary="str"),
+            dict(gpu_extra="str", note="text"),
+            ("name", "versions")),
     },
 }
 
@@ -577,3 +582,7 @@ def build_cudnn(mt: MergedTable) -> List[T.CudnnRelease]:
 
 def build_incompatibilities(mt: MergedTable) -> List[T.Incompatibility]:
     return [_kw(T.Incompatibility, r.data, r.origin) for r in mt.rows.get("fact", [])]
+
+
+def build_deprecated_distributions(mt: MergedTable) -> List[T.DeprecatedDistribution]:
+    return [_kw(T.DeprecatedDistribution, r.data, r.origin) for r in mt.rows.get("deprecated_distribution", [])]

@@ -15,7 +15,7 @@ from typing import List, Sequence, Tuple
 
 from envdoctor import __version__
 from envdoctor.errors import BadInput
-from envdoctor.probes.base import ProbeContext, ProbeFn, ProbeUnknown
+from envdoctor.probes.base import ProbeContext, ProbeFn, ProbeSkipped, ProbeUnknown
 from envdoctor.snapshot import ProbeStatus, Snapshot
 from envdoctor.subproc import kill_all
 
@@ -43,6 +43,8 @@ def _run_one(name: str, fn: ProbeFn, ctx: ProbeContext, snap: Snapshot) -> Probe
     try:
         fn(ctx, snap)
         status = ProbeStatus(name, "ok")
+    except ProbeSkipped as exc:
+        status = ProbeStatus(name, "skipped", str(exc))
     except ProbeUnknown as exc:
         status = ProbeStatus(name, "unknown", str(exc))
     except BadInput:
@@ -74,4 +76,4 @@ def run_probes(ctx: ProbeContext, stages: Sequence[Sequence[Tuple[str, ProbeFn]]
     return snap
 
 
-__all__ = ["ProbeContext", "ProbeUnknown", "run_probes"]
+__all__ = ["ProbeContext", "ProbeSkipped", "ProbeUnknown", "run_probes"]

@@ -42,7 +42,14 @@ def smoke(python_path, frameworks, timeout, bench, require_gpu, fmt, output, qui
     if run.exit_code():
         _add_hints(run, python_path)
     if fmt == "json":
-        text = render.render_json(run)
+        from envdoctor.rules.engine import COMMAND_FAMILIES, select_rules
+        from envdoctor.smoke.findings import smoke_findings
+        from envdoctor.snapshot_io import dump_json
+
+        selected = {r.id for r in select_rules(families=COMMAND_FAMILIES["smoke"])}
+        data = run.to_dict()  # the results, and the doctor's findings (the smoke rules, ED700-ED749) for them
+        data["findings"] = [f.to_dict() for f in smoke_findings(run, snap) if f.id in selected]
+        text = dump_json(data)
     elif fmt == "markdown":
         text = render.render_markdown(run)
     else:
