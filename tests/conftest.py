@@ -18,6 +18,6 @@ def fw_python():
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache_dir(tmp_path_factory):
     """Every test run gets its own envdoctor cache, so a user's (or another checkout's) cache never changes a result."""
-    if "ENVDOCTOR_CACHE_DIR" not in os.environ or not os.environ.get("ENVDOCTOR_TEST_KEEP_CACHE"):
+    if not os.environ.get("ENVDOCTOR_TEST_KEEP_CACHE"):
         os.environ["ENVDOCTOR_CACHE_DIR"] = str(tmp_path_factory.mktemp("envdoctor-cache"))
     yield
