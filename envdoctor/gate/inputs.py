@@ -26,7 +26,7 @@ from urllib.parse import unquote, urlparse
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-MAX_INPUT_BYTES = 8 * 1024 * 1024
+MAX_INPUT_BYTES = 16 * 1024 * 1024  # as envdoctor.infile.MAX_INPUT_BYTES
 MAX_INCLUDE_DEPTH = 50
 
 KINDS = ("requirements", "pyproject", "conda", "pylock", "uv.lock")
@@ -133,18 +133,11 @@ Reader = Callable[[str], str]
 
 
 def read_text_file(path: str) -> str:
-    """Read an input file as text (UTF-8, a BOM dropped); OSError / ValueError for what cannot be read."""
-    if os.path.isdir(path):
-        raise IsADirectoryError(path)
-    with open(path, "rb") as fh:
-        raw = fh.read(MAX_INPUT_BYTES + 1)
-    if len(raw) > MAX_INPUT_BYTES:
-        raise ValueError(f"larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"not UTF-8 text (byte {exc.start})") from None
-    return text[1:] if text.startswith("\ufeff") else text
+    """Read an input file as text by envdoctor.infile's rules (a regular file only, at most MAX_INPUT_BYTES, UTF-8,
+    a BOM dropped); OSError / ValueError for what cannot be read."""
+    from envdoctor.infile import read_text
+
+    return read_text(path, MAX_INPUT_BYTES)
 
 
 def load_inputs(paths: Sequence[str], env: Optional[Mapping[str, str]] = None,
@@ -177,15 +170,9 @@ def load_inputs(paths: Sequence[str], env: Optional[Mapping[str, str]] = None,
 
 
 def _why(exc: BaseException) -> str:
-    if isinstance(exc, FileNotFoundError):
-        return "no such file"
-    if isinstance(exc, IsADirectoryError):
-        return "it is a directory"
-    if isinstance(exc, PermissionError):
-        return "permission denied"
-    if isinstance(exc, OSError):
-        return exc.strerror or str(exc)
-    return str(exc)
+    from envdoctor.infile import why
+
+    return why(exc)
 
 
 # --------------------------------------------------------------------------- requirements files (pip's format)
