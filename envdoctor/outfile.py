@@ -32,7 +32,8 @@ _FD_LINK = re.compile(r"^/(?:dev/fd|proc/self/fd|proc/%d/fd)/(\d+)$" % os.getpid
 _STD = {"/dev/stdout": 1, "/dev/stderr": 2}
 
 
-def _umask() -> int:
+def umask() -> int:
+    """The process umask (read by setting and restoring it)."""
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
@@ -229,7 +230,7 @@ def _write_atomic(where: str, data: bytes, shown: str) -> None:
     try:
         mode = stat.S_IMODE(os.stat(where).st_mode)
     except FileNotFoundError:
-        mode = 0o666 & ~_umask()
+        mode = 0o666 & ~umask()
     except OSError as exc:
         raise BadInput(f"cannot write {shown}: {exc.strerror or exc}") from None
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
