@@ -329,28 +329,31 @@ def wheel_info(url: str) -> Optional[Tuple[str, str, Tuple[str, ...]]]:
     return str(name), str(version), tag_text
 
 
+def _wheel_or_problem(url: str) -> Tuple[Optional[Tuple[str, str, Tuple[str, ...]]], Optional[str]]:
+    try:
+        return wheel_info(url), None
+    except ValueError as exc:
+        return None, f"invalid URL {url[:80]!r}: {exc}"
+
+
 def parse_requirement_text(text: str, loc: Location) -> Tuple[Optional[InputRequirement], Optional[str]]:
     """A requirement (PEP 508, a direct wheel URL / path, or ``name @ url``) -> (requirement or None, problem)."""
     text = text.strip()
-    if _looks_like_url_or_path(text):
-        url, _, marker = text.partition(";")
-        url = url.strip()
-        problem = long_number(marker)
-        if problem:
-            return None, problem
-        try:
-            info = wheel_info(url)
-        except ValueError as exc:
-            return None, f"invalid URL {url[:80]!r}: {exc}"
+    url_like = _looks_like_url_or_path(text)
+    before, _, marker = text.partition(";")
+    # every part but a URL (its hashes may be long digit runs) is checked for numbers no version has
+    problem = long_number(marker if url_like else (before.split("@", 1)[0] if _NAME_AT.match(text) else before)
+                          + ";" + marker)
+    if problem:
+        return None, problem
+    if url_like:
+        url = before.strip()
+        info, problem = _wheel_or_problem(url)
         if info is None:
-            return None, None  # a source archive, a VCS URL or a local project: not a judged framework wheel
+            return None, problem  # no problem: a source archive, a VCS URL or a local project, not a judged wheel
         name, version, tags = info
         return InputRequirement(name=name, raw=text, loc=loc, specifier=f"=={version}", url=url, version=version,
                                 wheel_tags=tags, marker=marker.strip() or None), None
-    head = text.split("@", 1)[0] if _NAME_AT.match(text) else text
-    problem = long_number(head if ";" not in text else head + ";" + text.split(";", 1)[1])
-    if problem:
-        return None, problem
     try:
         req = Requirement(text)
     except InvalidRequirement as exc:
@@ -362,10 +365,9 @@ def parse_requirement_text(text: str, loc: Location) -> Tuple[Optional[InputRequ
                          specifier=str(req.specifier), marker=str(req.marker) if req.marker is not None else None)
     if req.url:
         r.url = req.url
-        try:
-            info = wheel_info(req.url)
-        except ValueError as exc:
-            return None, f"invalid URL {req.url[:80]!r}: {exc}"
+        info, problem = _wheel_or_problem(req.url)
+        if problem:
+            return None, problem
         if info is not None:
             r.version, r.wheel_tags = info[1], info[2]
             r.specifier = f"=={info[1]}"
@@ -846,24 +848,21 @@ class _YamlSubset:
             raise YamlError(self.lines[self.i][0], "multi-line plain scalars are not supported", unsupported=True)
         return node
 
-    def _deeper(self) -> None:
+    def _nested(self, read: Callable[[int], YNode], indent: int) -> YNode:
+        """read(indent) one level deeper; YamlError beyond MAX_YAML_DEPTH (the reader recurses per level)."""
         self.depth += 1
-        if self.depth > MAX_YAML_DEPTH:
-            raise YamlError(self.lines[self.i][0], f"nested deeper than {MAX_YAML_DEPTH} levels")
+        try:
+            if self.depth > MAX_YAML_DEPTH:
+                raise YamlError(self.lines[self.i][0], f"nested deeper than {MAX_YAML_DEPTH} levels")
+            return read(indent)
+        finally:
+            self.depth -= 1
 
     def seq(self, indent: int) -> YNode:
-        self._deeper()
-        try:
-            return self._seq(indent)
-        finally:
-            self.depth -= 1
+        return self._nested(self._seq, indent)
 
     def mapping(self, indent: int) -> YNode:
-        self._deeper()
-        try:
-            return self._mapping(indent)
-        finally:
-            self.depth -= 1
+        return self._nested(self._mapping, indent)
 
     def _seq(self, indent: int) -> YNode:
         items: List[YNode] = []

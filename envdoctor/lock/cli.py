@@ -50,7 +50,7 @@ def _fw_option(name: str):
               show_default=True, help="requirements-cuda.txt (pip / uv), environment.yml (conda) or json.")
 @click.option("--name", "env_name", metavar="NAME", help="Name of the conda environment (--format conda).")
 @click.option("-o", "--output", metavar="FILE", help="Write the lock to FILE (atomically); refuses to replace a different file.")
-@click.option("--force", is_flag=True, help="With -o: replace an existing, different FILE.")
+@click.option("--force", is_flag=True, help="With -o: replace an existing, different FILE (or create a dangling symlink's target).")
 @click.option("--check", "check_file", metavar="FILE",
               help="Re-verify an existing lock against the machine or target; exit 1 when it no longer fits.")
 def lock(cuda, driver, gpus, python_opt, python_version, platform, cpu, torch, tensorflow, jax, companions, root_dir,
