@@ -85,9 +85,14 @@ def resolve(path: str, force: bool = False):
     raise BadInput(f"cannot write {path}: too many levels of symbolic links")
 
 
+def _as_bytes(text: str) -> bytes:
+    """The bytes written: UTF-8 (a lone surrogate from an odd file name replaced), a final newline added."""
+    return (text if text.endswith("\n") else text + "\n").encode("utf-8", errors="replace")
+
+
 def write_output(path: str, text: str, force: bool = False) -> None:
     """Write text (a final newline added when missing) to path by the rules above."""
-    data = (text if text.endswith("\n") else text + "\n").encode("utf-8")
+    data = _as_bytes(text)
     if path == "-":
         _write_fd(1, data, path)
         return
@@ -102,7 +107,7 @@ def write_output(path: str, text: str, force: bool = False) -> None:
 
 def same_as(path: str, text: str) -> bool:
     """Whether path is a regular file holding exactly this text (reads at most len(text) + 1 bytes)."""
-    data = (text if text.endswith("\n") else text + "\n").encode("utf-8")
+    data = _as_bytes(text)
     try:
         kind, where = resolve(path, force=True)
     except BadInput:

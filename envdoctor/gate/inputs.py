@@ -1021,9 +1021,8 @@ def read_yaml(text: str) -> YNode:
     try:
         return _YamlSubset(text).document()
     except YamlError as exc:
-        if exc.unsupported and "built-in YAML reader" not in exc.message:
-            raise YamlError(exc.line, exc.message + " by envdoctor's built-in YAML reader", unsupported=True) from None
-        raise
+        tail = " (by envdoctor's built-in YAML reader)" if exc.unsupported else ""
+        raise YamlError(exc.line, f"invalid YAML: {exc.message}{tail}", unsupported=exc.unsupported) from None
 
 
 _CONDA_SPEC = re.compile(r"^(?:(?P<channel>[A-Za-z0-9_.\-/:]+)::)?(?P<name>[A-Za-z0-9_.\-]+)\s*(?P<rest>.*)$")
