@@ -105,16 +105,18 @@ def read_fd(fd: int, limit: int) -> bytes:
 
 def read_bytes(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES, allow_stdin: bool = False) -> bytes:
     """The bytes of a regular file (or stdin for ``-`` with allow_stdin); Unreadable / OSError on refusal."""
+    raw: Optional[bytes]
     if allow_stdin and str(path) == "-":
         stream = getattr(sys.stdin, "buffer", None)
         raw = stream.read(limit + 1) if stream is not None else sys.stdin.read(limit + 1).encode("utf-8")
     else:
         fd = open_regular(path)
         try:
-            raw = read_fd(fd, limit)
+            # a file whose size says it is too large is refused unread (/proc files say 0: read, bounded)
+            raw = read_fd(fd, limit) if os.fstat(fd).st_size <= limit else None
         finally:
             os.close(fd)
-    if len(raw) > limit:
+    if raw is None or len(raw) > limit:
         raise Unreadable(f"larger than {human_size(limit)} (the limit for this input)")
     return raw
 
