@@ -7,7 +7,7 @@ import textwrap
 
 import click
 
-from envdoctor.cli import emit, machine_options, obtain_snapshot, snapshot_dict
+from envdoctor.cli import emit, force_option, machine_options, obtain_snapshot, snapshot_dict
 
 
 def _split_ids(values) -> list:
@@ -75,9 +75,11 @@ def use_color() -> bool:
 @click.option("-v", "--verbose", is_flag=True, help="Show the evidence behind each finding.")
 @click.option("--no-redact", is_flag=True, help="Keep GPU UUIDs, host name, home directory and secret-looking values.")
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically) instead of stdout.")
+@force_option
 @click.option("--smoke", "with_smoke", is_flag=True,
               help="Also run `envdoctor smoke` (tiny kernels, each framework in a child process) and fold in its results.")
-def check(python_path, root_dir, snapshot_file, timeout, fmt, strict, only, skip, verbose, no_redact, output, with_smoke):
+def check(python_path, root_dir, snapshot_file, timeout, fmt, strict, only, skip, verbose, no_redact, output,
+          force_output, with_smoke):
     """Judge the machine: findings with IDs, evidence and fixes. Exit 0 ok, 1 error (--strict: or warning), 2 usage."""
     # Rules are selected first so a bad --only fails before any probing. (Loading the rules in a
     # thread beside the probes was measured slower: both are CPU-bound Python, and the GIL
@@ -107,21 +109,21 @@ def check(python_path, root_dir, snapshot_file, timeout, fmt, strict, only, skip
     if fmt == "json":
         from envdoctor.snapshot_io import dump_json
 
-        emit(dump_json(report.to_dict(sdict)), output)
+        emit(dump_json(report.to_dict(sdict)), output, force_output)
     elif fmt == "markdown":
         from envdoctor.render.report_markdown import render_report_markdown
 
-        emit(render_report_markdown(report, sdict), output)
+        emit(render_report_markdown(report, sdict), output, force_output)
     elif fmt == "prometheus":
         import time
 
         from envdoctor.render.report_prometheus import render_report_prometheus
 
-        emit(render_report_prometheus(report, rules=prepared[0], timestamp=time.time()), output)
+        emit(render_report_prometheus(report, rules=prepared[0], timestamp=time.time()), output, force_output)
     else:
         from envdoctor.render.report_text import render_report_text
 
-        emit(render_report_text(report, verbose=verbose, color=use_color() and not output), output)
+        emit(render_report_text(report, verbose=verbose, color=use_color() and not output), output, force_output)
     sys.exit(report.exit_code(strict))
 
 

@@ -14,6 +14,8 @@ from typing import List, Optional, Sequence, Tuple
 
 import click
 
+from envdoctor.cli import force_option
+
 FORMATS = ("text", "json", "junit", "github")
 PLATFORM_CHOICES = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64", "wsl2")
 _PY_VERSION = re.compile(r"^\s*3\.\d{1,2}(\.\d+)?\s*$")
@@ -76,8 +78,9 @@ def _split_gpus(values) -> List[str]:
 @click.option("--skip", multiple=True, metavar="IDS", help="Skip these rules.")
 @click.option("-v", "--verbose", is_flag=True, help="Show infos and the evidence behind each finding.")
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically) instead of stdout.")
+@force_option
 def gate(files, snapshot_file, driver, gpus, python_opt, platform, cpu, root_dir, timeout, extras, groups, together,
-         fresh, pre, fmt, strict, only, skip, verbose, output):
+         fresh, pre, fmt, strict, only, skip, verbose, output, force_output):
     """Stop a doomed install before the download: would the torch / tensorflow / jax builds that these
     requirements*.txt / pyproject.toml / environment.yml / pylock.toml / uv.lock files install work on the target?
 
@@ -98,7 +101,8 @@ def gate(files, snapshot_file, driver, gpus, python_opt, platform, cpu, root_dir
     from envdoctor.gate.render import render
 
     color = fmt == "text" and not output and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    emit(render(result, fmt, verbose=verbose, color=color, workspace=os.environ.get("GITHUB_WORKSPACE")), output)
+    emit(render(result, fmt, verbose=verbose, color=color, workspace=os.environ.get("GITHUB_WORKSPACE")), output,
+         force_output)
     sys.exit(result.exit_code)
 
 

@@ -72,6 +72,9 @@ def run_probes(ctx: ProbeContext, stages: Sequence[Sequence[Tuple[str, ProbeFn]]
             raise
         finally:
             pool.shutdown(wait=True)
+    if ctx.root.unreadable:  # a FIFO or device where a system file should be: said, never read (fsroot)
+        statuses.append(ProbeStatus("files", "unknown", "not read: " + "; ".join(
+            f"{path} ({why})" for path, why in sorted(ctx.root.unreadable.items()))))
     snap.probes = statuses
     return snap
 

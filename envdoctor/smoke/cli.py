@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from envdoctor.cli import force_option
+
 from envdoctor.smoke import DEFAULT_TIMEOUT, FRAMEWORKS
 
 
@@ -20,9 +22,10 @@ from envdoctor.smoke import DEFAULT_TIMEOUT, FRAMEWORKS
 @click.option("--require-gpu", is_flag=True, help="A missing GPU is an error (exit 1), not 'not available'.")
 @click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text", show_default=True)
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically) instead of stdout.")
+@force_option
 @click.option("-q", "--quiet", is_flag=True, help="No live progress on stderr.")
 @click.option("-v", "--verbose", is_flag=True, help="Show the numbers of every step and more of each error.")
-def smoke(python_path, frameworks, timeout, bench, require_gpu, fmt, output, quiet, verbose):
+def smoke(python_path, frameworks, timeout, bench, require_gpu, fmt, output, force_output, quiet, verbose):
     """Run a small program per framework (torch, tensorflow, jax, cupy) in its own process: import,
     devices, matmul and conv checked against a CPU reference, mixed precision, the compiler path.
     GPU steps run when the framework sees a GPU. Exit 0 ok, 1 a step failed (or no GPU with --require-gpu), 2 usage."""
@@ -54,7 +57,7 @@ def smoke(python_path, frameworks, timeout, bench, require_gpu, fmt, output, qui
         text = render.render_markdown(run)
     else:
         text = render.render_text(run, color=_color(sys.stdout) and not output, verbose=verbose)
-    emit(text, output)
+    emit(text, output, force_output)
     sys.exit(run.exit_code())
 
 
