@@ -69,7 +69,12 @@ def snapshot_dict(snap, redact: bool) -> dict:
     return data
 
 
-def emit(text: str, output: Optional[str]) -> None:
+def emit(text: str, output: Optional[str], redact: bool = True, snapshot=None) -> None:
+    """Print or write (-o) a command's output, through the one redactor unless --no-redact."""
+    if redact:
+        from envdoctor.redact import redact_output
+
+        text = redact_output(text, snapshot)
     if output:
         from envdoctor.snapshot_io import write_atomic
 
@@ -116,12 +121,12 @@ def probe(python_path, root_dir, snapshot_file, timeout, fmt, output, no_redact)
     if fmt == "json":
         from envdoctor.snapshot_io import dump_json
 
-        emit(dump_json(data), output)
+        emit(dump_json(data), output, redact=not no_redact, snapshot=snap)
     else:
         from envdoctor.render.snapshot_text import render_snapshot_text
         from envdoctor.snapshot import Snapshot
 
-        emit(render_snapshot_text(Snapshot.from_dict(data)), output)
+        emit(render_snapshot_text(Snapshot.from_dict(data)), output, redact=not no_redact, snapshot=snap)
 
 
 def main(argv: Optional[list] = None) -> None:
