@@ -79,9 +79,6 @@ class Redactor:
         if not s:
             return s
         mark = self.marker
-        for secret in self.secrets:
-            if secret in s:
-                s = s.replace(secret, mark)
         s = _GPU_ID_RE.sub(lambda m: f"{m.group(1)}-{mark}", s)
         s = _UUID_RE.sub(mark, s)
         s = _URL_CRED_RE.sub(lambda m: m.group(1) + mark + "@", s)
@@ -91,6 +88,9 @@ class Redactor:
         s = _TOKEN_PREFIX_RE.sub(mark, s)
         s = _LONG_WORD_RE.sub(lambda m: mark if _high_entropy(m.group(1))
                               and not _DIGEST_BEFORE_RE.search(s[max(0, m.start() - 8):m.start()]) else m.group(0), s)
+        for secret in self.secrets:  # after the shapes: "GPU-<uuid>" stays "GPU-<redacted>"
+            if secret in s:
+                s = s.replace(secret, mark)
         home = self.home
         if home and home not in ("/", "") and len(home) > 1:
             s = re.sub(re.escape(home.rstrip("/")) + r"(?=/|$|\W)", "~", s)

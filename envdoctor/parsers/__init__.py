@@ -16,8 +16,10 @@ compiled with re.ASCII.
 """
 from __future__ import annotations
 
+import ast
 import math
 import re
+import warnings
 from typing import Optional
 
 # The most characters one parser call reads (probes cap captured output well below this).
@@ -74,6 +76,16 @@ def dotted_version(text: object, prefix: bool = False) -> Optional[str]:
     return m.group(0).rstrip(".") if m else None
 
 
+def python_ast(text: str) -> ast.Module:
+    """ast.parse without the SyntaxWarnings ("invalid decimal literal") a damaged file would print.
+
+    Raises what ast.parse raises (SyntaxError, ValueError, RecursionError, MemoryError); callers catch those.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(text)
+
+
 def checked_text(text: object) -> Optional[str]:
     """`text` if it is a non-empty str within MAX_INPUT_CHARS; None if not a str or blank.
 
@@ -86,4 +98,4 @@ def checked_text(text: object) -> Optional[str]:
     return text
 
 
-__all__ = ["ParseError", "ascii_int", "ascii_float", "checked_text", "dotted_version", "MAX_DIGITS", "MAX_INPUT_CHARS", "NUM", "NUM_END"]
+__all__ = ["ParseError", "ascii_int", "ascii_float", "checked_text", "dotted_version", "python_ast", "MAX_DIGITS", "MAX_INPUT_CHARS", "NUM", "NUM_END"]

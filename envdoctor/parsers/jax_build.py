@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Optional, Tuple
 
-from envdoctor.parsers import NUM, checked_text
+from envdoctor.parsers import NUM, checked_text, python_ast
 
 
 @dataclass
@@ -40,7 +40,7 @@ def parse_jax_version_file(text: Optional[str]) -> Optional[JaxVersionInfo]:
         return None
     values = {}
     try:
-        tree = ast.parse(text)
+        tree = python_ast(text)
         for node in tree.body:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 name, value = node.targets[0].id, node.value

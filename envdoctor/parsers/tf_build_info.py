@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from envdoctor.parsers import NUM, checked_text, dotted_version
+from envdoctor.parsers import NUM, checked_text, dotted_version, python_ast
 
 
 @dataclass
@@ -90,7 +90,7 @@ def _dict_from_expr(node: ast.AST) -> Optional[Dict[str, Any]]:
 
 def _collect(text: str) -> Optional[Dict[str, Any]]:
     try:
-        tree = ast.parse(text)
+        tree = python_ast(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     found: Optional[Dict[str, Any]] = None

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
-from envdoctor.parsers import NUM, checked_text, dotted_version
+from envdoctor.parsers import NUM, checked_text, dotted_version, python_ast
 
 _NAMES = ("__version__", "cuda", "hip", "rocm", "xpu", "git_version", "debug")
 
@@ -48,7 +48,7 @@ def _constant_assignments(text: str) -> Dict[str, object]:
     """Top-level `name = <literal>` / `name: T = <literal>` assignments of the names we want."""
     out: Dict[str, object] = {}
     try:
-        tree = ast.parse(text)
+        tree = python_ast(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return _regex_assignments(text)
     for node in tree.body:
