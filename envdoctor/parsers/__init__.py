@@ -29,6 +29,8 @@ MAX_DIGITS = 12
 # Regex pieces: one bounded run of ASCII digits, and "no more digits or version parts follow".
 NUM = rf"[0-9]{{1,{MAX_DIGITS}}}"
 NUM_END = r"(?![0-9]|\.[0-9])"
+# A PCI bus id as nvidia-smi and /proc/driver/nvidia print it: 00000000:17:00.0, 0000:17:00.0.
+BUS_ID_RE = re.compile(r"^[0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$", re.ASCII)
 
 _INT_RE = re.compile(r"[0-9]+", re.ASCII)
 _DOTTED_RE = re.compile(rf"{NUM}(?:\.{NUM})*", re.ASCII)
@@ -98,4 +100,4 @@ def checked_text(text: object) -> Optional[str]:
     return text
 
 
-__all__ = ["ParseError", "ascii_int", "ascii_float", "checked_text", "dotted_version", "python_ast", "MAX_DIGITS", "MAX_INPUT_CHARS", "NUM", "NUM_END"]
+__all__ = ["ParseError", "ascii_int", "ascii_float", "checked_text", "dotted_version", "python_ast", "MAX_DIGITS", "MAX_INPUT_CHARS", "NUM", "NUM_END", "BUS_ID_RE"]

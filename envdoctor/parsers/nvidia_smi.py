@@ -26,12 +26,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
-from envdoctor.parsers import NUM, NUM_END, ascii_float, ascii_int, checked_text
+from envdoctor.parsers import BUS_ID_RE, NUM, NUM_END, ascii_float, ascii_int, checked_text
 
 _DRIVER_VERSION_RE = re.compile(rf"^{NUM}(?:\.{NUM}){{1,3}}$", re.ASCII)
 _CUDA_VERSION_RE = re.compile(rf"^{NUM}\.{NUM}(?:\.{NUM})?$", re.ASCII)
 _COMPUTE_CAP_RE = re.compile(rf"^{NUM}\.{NUM}$", re.ASCII)
-_BUS_ID_RE = re.compile(r"^[0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$", re.ASCII)
 _UUID_RE = re.compile(r"^(GPU|MIG)-[0-9A-Za-z-]+$", re.ASCII)
 
 # Banner header fields. "Driver Version :" also matches the `nvidia-smi -q` log format.
@@ -311,7 +310,7 @@ def parse_query_gpus(text: Optional[str], fields: Sequence[str]) -> List[SmiQuer
         gpu.compute_cap = cc if cc and _COMPUTE_CAP_RE.match(cc) else None
         gpu.memory_total_mib = _int_mib(row.get("memory.total"))
         bus = row.get("pci.bus_id")
-        gpu.bus_id = bus if bus and _BUS_ID_RE.match(bus) else None
+        gpu.bus_id = bus if bus and BUS_ID_RE.match(bus) else None
         uuid = row.get("uuid")
         gpu.uuid = uuid if uuid and _UUID_RE.match(uuid) else None
         gpu.serial = row.get("serial")

@@ -20,11 +20,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Optional
 
-from envdoctor.parsers import NUM, NUM_END, ascii_int, checked_text
+from envdoctor.parsers import BUS_ID_RE, NUM, NUM_END, ascii_int, checked_text
 
 _VERSION_RE = re.compile(rf"^{NUM}(?:\.{NUM}){{1,3}}$", re.ASCII)
 _UUID_RE = re.compile(r"^GPU-[0-9A-Za-z-]+$", re.ASCII)
-_BUS_RE = re.compile(r"^[0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$", re.ASCII)
+
 _ARCHES = ("x86_64", "aarch64", "ppc64le", "ppc64", "arm64", "armv7l", "sbsa", "s390x", "x86")
 
 
@@ -113,7 +113,7 @@ def parse_gpu_information(text: Optional[str]) -> Optional[ProcGpuInfo]:
     uuid = fields.get("GPU UUID", "")
     info.uuid = uuid if _UUID_RE.match(uuid) else None
     bus = fields.get("Bus Location", "")
-    info.bus_location = bus if _BUS_RE.match(bus) else None
+    info.bus_location = bus if BUS_ID_RE.match(bus) else None
     info.device_minor = ascii_int(fields.get("Device Minor"))
     info.video_bios = fields.get("Video BIOS") or None
     excluded = fields.get("GPU Excluded", "").lower()
