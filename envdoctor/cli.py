@@ -74,8 +74,13 @@ def snapshot_dict(snap, redact: bool) -> dict:
     return data
 
 
-def emit(text: str, output: Optional[str], force: bool = False) -> None:
-    """Print text, or write it to -o FILE by envdoctor.outfile's rules (force: a dangling symlink's target is made)."""
+def emit(text: str, output: Optional[str], force: bool = False, redact: bool = True, snapshot=None) -> None:
+    """Print a command's output, or write it to -o FILE by envdoctor.outfile's rules (force: a dangling symlink's
+    target is made), through the one redactor unless --no-redact."""
+    if redact:
+        from envdoctor.redact import redact_output
+
+        text = redact_output(text, snapshot)
     if output:
         from envdoctor.outfile import write_output
 
@@ -131,12 +136,13 @@ def probe(python_path, root_dir, snapshot_file, timeout, fmt, output, force_outp
     if fmt == "json":
         from envdoctor.snapshot_io import dump_json
 
-        emit(dump_json(data), output, force_output)
+        emit(dump_json(data), output, force_output, redact=not no_redact, snapshot=snap)
     else:
         from envdoctor.render.snapshot_text import render_snapshot_text
         from envdoctor.snapshot import Snapshot
 
-        emit(render_snapshot_text(Snapshot.from_dict(data)), output, force_output)
+        emit(render_snapshot_text(Snapshot.from_dict(data)), output, force_output, redact=not no_redact,
+             snapshot=snap)
 
 
 def main(argv: Optional[list] = None) -> None:

@@ -51,9 +51,9 @@ def _redact_findings(report, snap) -> None:
     """Findings quote paths and values from the machine: redact them like the snapshot they come from."""
     import dataclasses
 
-    from envdoctor.redact import text_redactor
+    from envdoctor.redact import redactor_for
 
-    text = text_redactor(hostnames=[snap.platform.hostname])
+    text = redactor_for(snap).text
     report.findings = [
         dataclasses.replace(
             f, message=text(f.message), fix=[text(x) for x in f.fix], consequences=[text(x) for x in f.consequences],
@@ -109,21 +109,23 @@ def check(python_path, root_dir, snapshot_file, timeout, fmt, strict, only, skip
     if fmt == "json":
         from envdoctor.snapshot_io import dump_json
 
-        emit(dump_json(report.to_dict(sdict)), output, force_output)
+        emit(dump_json(report.to_dict(sdict)), output, force_output, redact=not no_redact, snapshot=snap)
     elif fmt == "markdown":
         from envdoctor.render.report_markdown import render_report_markdown
 
-        emit(render_report_markdown(report, sdict), output, force_output)
+        emit(render_report_markdown(report, sdict), output, force_output, redact=not no_redact, snapshot=snap)
     elif fmt == "prometheus":
         import time
 
         from envdoctor.render.report_prometheus import render_report_prometheus
 
-        emit(render_report_prometheus(report, rules=prepared[0], timestamp=time.time()), output, force_output)
+        emit(render_report_prometheus(report, rules=prepared[0], timestamp=time.time()), output, force_output,
+             redact=not no_redact, snapshot=snap)
     else:
         from envdoctor.render.report_text import render_report_text
 
-        emit(render_report_text(report, verbose=verbose, color=use_color() and not output), output, force_output)
+        emit(render_report_text(report, verbose=verbose, color=use_color() and not output), output, force_output,
+             redact=not no_redact, snapshot=snap)
     sys.exit(report.exit_code(strict))
 
 

@@ -224,3 +224,39 @@ def test_truncated_fixtures_never_raise():
             smi.parse_query_gpus(part, ["index", "name", "compute_cap"])
             proc.parse_proc_version(part)
             proc.parse_gpu_information(part)
+
+
+# -- issue 11: a number nvidia-smi cannot have printed keeps the GPU, through the real CLI ----------
+
+def test_check_with_inf_memory_in_query_still_finds_the_gpu(tmp_path):
+    """`--query-gpu` printing `inf` for memory.total made the probe raise OverflowError, and
+    `check` then said "ED001 No NVIDIA GPU or driver found ... No issues found!"."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.fakes import make_exe
+
+    bindir = tmp_path / "bin"
+    make_exe(bindir / "nvidia-smi", "\n".join([
+        'case "$1" in',
+        '  --query-gpu=*) echo "0, NVIDIA A10G, 8.6, inf, 00000000:00:1E.0, GPU-3b1c5f6e-5a0e-9c4d-8b7e-1f2a3b4c5d6e, 535.247.01";'
+        " exit 0;;",
+        "esac",
+        f'cat "{FIX / "smi_535.247.01_a10g.txt"}"',
+    ]))
+    root = tmp_path / "root"
+    root.mkdir()
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+    proc = subprocess.run([sys.executable, "-m", "envdoctor", "check", "--root", str(root), "--format", "json"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "Traceback" not in proc.stderr
+    data = json.loads(proc.stdout)
+    nvidia = next(p for p in data["snapshot"]["probes"] if p["name"] == "nvidia")
+    assert nvidia["status"] == "ok", nvidia
+    [gpu] = data["snapshot"]["gpus"]
+    assert (gpu["name"], gpu["compute_capability"]) == ("NVIDIA A10G", "8.6")
+    assert gpu["memory_total_mib"] in (None, 23028)  # the banner's figure or unknown, never inf
+    assert "ED001" not in [f["id"] for f in data["findings"]]

@@ -87,9 +87,11 @@ def lock(cuda, driver, gpus, python_opt, python_version, platform, cpu, torch, t
     from envdoctor.lock.render import Meta, render, render_clash
     from envdoctor.lock.resolve import resolve
 
+    from envdoctor.redact import redact_output
+
     result = resolve(target, m)
     if not result.ok:
-        text = render_clash(result, fmt)
+        text = redact_output(render_clash(result, fmt))
         if fmt == "json":
             click.echo(text, nl=False)
         else:
@@ -99,7 +101,7 @@ def lock(cuda, driver, gpus, python_opt, python_version, platform, cpu, torch, t
                                       cpu, fw_given, companions, root_dir, snapshot_file, fmt, env_name),
                 envdoctor=__version__, data_collected=m.collected, date=_today(), name=env_name,
                 data_warnings=list(m.warnings), conda_channels=list(m.conda))
-    text = render(result, fmt, meta)
+    text = redact_output(render(result, fmt, meta))
     if output:
         written = _write(output, text, force)
         click.echo(f"envdoctor lock: {'wrote' if written else 'unchanged'} {output}: {result.summary()}", err=True)
@@ -351,11 +353,12 @@ def _run_check(m: Any, path: str, target: Any, machine: Any, fmt: str, given: Di
         data = result.to_dict()
         data["file"] = path
         data["target"] = target.to_dict()
-        click.echo(dump_json(data))
+        text = dump_json(data)
     elif result.ok:
-        click.echo(f"{path} fits: {', '.join(c.label for c in result.picks)}")
+        text = f"{path} fits: {', '.join(c.label for c in result.picks)}"
     else:
-        click.echo(f"{path} no longer fits:")
-        for prob in result.problems:
-            click.echo(f"  - {prob}")
+        text = "\n".join([f"{path} no longer fits:"] + [f"  - {prob}" for prob in result.problems])
+    from envdoctor.redact import redact_output
+
+    click.echo(redact_output(text))
     return 0 if result.ok else 1

@@ -40,9 +40,7 @@ def _smoke_context(run: Any) -> Optional[Dict[str, Any]]:
 
 
 def _gpu_env(snap: Any) -> List[Dict[str, str]]:
-    from envdoctor.redact import redact_value_for_env
-
-    return [{"name": k, "value": redact_value_for_env(k, str(v))} for k, v in sorted((snap.loader.gpu_env or {}).items())]
+    return [{"name": k, "value": str(v)} for k, v in sorted((snap.loader.gpu_env or {}).items())]  # redacted in context()
 
 
 def context(plan: Any, snap: Any, report: Any, smoke: Any, steps: Sequence[Dict[str, Any]], log_path: str = "",
@@ -81,7 +79,9 @@ def context(plan: Any, snap: Any, report: Any, smoke: Any, steps: Sequence[Dict[
         (smoke_ctx is not None and not smoke_ctx["ok"])
     outcome_ok = not failed and not smoke_failed
     t = plan.target
-    return {
+    from envdoctor.redact import redactor_for
+
+    return redactor_for(snap).dict({
         "envdoctor": __version__,
         "generated": generated or datetime.datetime.now(tz=datetime.timezone.utc).replace(microsecond=0).isoformat(),
         "outcome": "ok" if outcome_ok else "failed",
@@ -107,7 +107,7 @@ def context(plan: Any, snap: Any, report: Any, smoke: Any, steps: Sequence[Dict[
         "summary": {s: (report.count(s) if report is not None else 0) for s in ("error", "warning", "info", "ok")},
         "snapshot_json": json.dumps(sdict, indent=2, ensure_ascii=False),
         "rerun": rerun,
-    }
+    })
 
 
 # --------------------------------------------------------------------------- rendering

@@ -679,8 +679,10 @@ class Onboarding:
                         log_path=self.log.path or "", state_path=self.state.path or "",
                         rerun=self.opts.rerun, initial_findings=self.report.findings)
         md_path, html_path = self.plan.target.file(P.REPORT_MD), self.plan.target.file(P.REPORT_HTML)
-        write_atomic(md_path, R.render_markdown(ctx))
-        write_atomic(html_path, R.render_html(ctx))
+        from envdoctor.redact import redact_output
+
+        write_atomic(md_path, redact_output(R.render_markdown(ctx), final_snap))
+        write_atomic(html_path, redact_output(R.render_html(ctx), final_snap, html=True))
         secs = time.monotonic() - t0
         self.state.record("report", "ok", duration_s=secs, detail=html_path, result={"markdown": md_path, "html": html_path})
         self.progress.step("report", "ok", html_path, secs)

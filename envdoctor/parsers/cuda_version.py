@@ -1,6 +1,7 @@
 """CUDA toolkit version sources: version.json, version.txt, cuda.h, `nvcc --version`, dist-info names.
 
-Pure functions: text in, typed values out. Garbage returns None, never raises.
+Pure functions: text in, typed values out. Garbage returns None; the contract is in
+envdoctor/parsers/__init__.py (ParseError only for oversized input).
 
 - version.json (CUDA 11.1+): ``{"cuda": {"name": "CUDA SDK", "version": "12.4.1"}, "cuda_nvcc": {...}}``.
   Some releases stamp a date as the third field ("11.8.20220929"); that is reported as
@@ -17,8 +18,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
-_VERSION = r"\d+(?:\.\d+){1,3}"
-_VERSION_RE = re.compile(rf"^{_VERSION}$")
+from envdoctor.parsers import NUM, NUM_END, checked_text
+
+_VERSION = rf"{NUM}(?:\.{NUM}){{1,3}}"
+_VERSION_RE = re.compile(rf"^{_VERSION}$", re.ASCII)
 
 
 def _clean_version(value: object) -> Optional[str]:
@@ -59,7 +62,8 @@ class VersionJson:
 
 
 def parse_version_json(text: Optional[str]) -> Optional[VersionJson]:
-    if not text or not isinstance(text, str):
+    text = checked_text(text)
+    if text is None:
         return None
     try:
         data = json.loads(text)
@@ -83,22 +87,24 @@ def parse_version_json(text: Optional[str]) -> Optional[VersionJson]:
     return out
 
 
-_VERSION_TXT_RE = re.compile(rf"CUDA\s+Version\s+({_VERSION})")
+_VERSION_TXT_RE = re.compile(rf"CUDA\s+Version\s+({_VERSION}){NUM_END}", re.ASCII)
 
 
 def parse_version_txt(text: Optional[str]) -> Optional[str]:
-    if not text or not isinstance(text, str):
+    text = checked_text(text)
+    if text is None:
         return None
     m = _VERSION_TXT_RE.search(text)
     return m.group(1) if m else None
 
 
-_CUDA_H_RE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+CUDA_VERSION[ \t]+(\d{4,6})\b", re.MULTILINE)
+_CUDA_H_RE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+CUDA_VERSION[ \t]+([0-9]{4,6})\b", re.MULTILINE | re.ASCII)
 
 
 def parse_cuda_h(text: Optional[str]) -> Optional[str]:
     """`#define CUDA_VERSION 12040` -> "12.4"."""
-    if not text or not isinstance(text, str):
+    text = checked_text(text)
+    if text is None:
         return None
     m = _CUDA_H_RE.search(text)
     if not m:
@@ -116,11 +122,12 @@ class NvccVersion:
     version: str  # "13.0.88" (the V... part), or the release when nvcc printed none
 
 
-_NVCC_RE = re.compile(rf"Cuda compilation tools,\s*release\s+(\d+\.\d+)(?:,\s*V({_VERSION}))?")
+_NVCC_RE = re.compile(rf"Cuda compilation tools,\s*release\s+({NUM}\.{NUM}){NUM_END}(?:,\s*V({_VERSION}){NUM_END})?", re.ASCII)
 
 
 def parse_nvcc_version(text: Optional[str]) -> Optional[NvccVersion]:
-    if not text or not isinstance(text, str):
+    text = checked_text(text)
+    if text is None:
         return None
     m = _NVCC_RE.search(text)
     if not m:
@@ -129,7 +136,7 @@ def parse_nvcc_version(text: Optional[str]) -> Optional[NvccVersion]:
     return NvccVersion(release=release, version=m.group(2) or release)
 
 
-_DIST_INFO_RE = re.compile(rf"^([A-Za-z0-9][A-Za-z0-9._]*?)-({_VERSION})(?:[.+][A-Za-z0-9.+]*)?\.dist-info$")
+_DIST_INFO_RE = re.compile(rf"^([A-Za-z0-9][A-Za-z0-9._]*?)-({_VERSION})(?:[.+][A-Za-z0-9.+]*)?\.dist-info$", re.ASCII)
 
 
 def parse_dist_info_name(name: Optional[str]) -> Optional[Tuple[str, str]]:
@@ -143,7 +150,7 @@ def parse_dist_info_name(name: Optional[str]) -> Optional[Tuple[str, str]]:
     return dist, m.group(2)
 
 
-_CONDA_META_RE = re.compile(rf"^([a-z0-9][a-z0-9_.-]*?)-({_VERSION})-[^-]+\.json$")
+_CONDA_META_RE = re.compile(rf"^([a-z0-9][a-z0-9_.-]*?)-({_VERSION})-[^-]+\.json$", re.ASCII)
 
 
 def parse_conda_meta_name(name: Optional[str]) -> Optional[Tuple[str, str]]:

@@ -9,6 +9,8 @@
 - since 0.4.x CUDA comes as plugin distributions: jax-cuda12-plugin (kernels)
   and jax-cuda12-pjrt (the PJRT plugin), jax-cuda13-*, jax-rocm60-plugin ...
   A jaxlib with neither is a CPU build.
+
+The contract of these functions is in envdoctor/parsers/__init__.py.
 """
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ import ast
 import re
 from dataclasses import dataclass
 from typing import Iterable, Optional, Tuple
+
+from envdoctor.parsers import NUM, checked_text, python_ast
 
 
 @dataclass
@@ -31,11 +35,12 @@ _WANTED = ("_version", "_release_version", "__version__", "_git_hash")
 
 def parse_jax_version_file(text: Optional[str]) -> Optional[JaxVersionInfo]:
     """Parse jaxlib/version.py (or jax/version.py or a plugin's copy); None if no version in it."""
-    if not isinstance(text, str) or not text.strip():
+    text = checked_text(text)
+    if text is None:
         return None
     values = {}
     try:
-        tree = ast.parse(text)
+        tree = python_ast(text)
         for node in tree.body:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 name, value = node.targets[0].id, node.value
@@ -49,7 +54,7 @@ def parse_jax_version_file(text: Optional[str]) -> Optional[JaxVersionInfo]:
                 except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                     pass
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        for m in re.finditer(r"^(_version|_release_version|__version__|_git_hash)\s*(?::[^=\n]*)?=\s*['\"]([^'\"\n]+)['\"]", text, re.M):
+        for m in re.finditer(r"^(_version|_release_version|__version__|_git_hash)\s*(?::[^=\n]*)?=\s*['\"]([^'\"\n]+)['\"]", text, re.M | re.ASCII):
             values.setdefault(m.group(1), m.group(2))
 
     def s(key: str) -> Optional[str]:
@@ -64,7 +69,7 @@ def parse_jax_version_file(text: Optional[str]) -> Optional[JaxVersionInfo]:
     return JaxVersionInfo(version=version, base_version=base, release_version=release, git_hash=s("_git_hash"))
 
 
-_LABEL_RE = re.compile(r"^(cuda|rocm)(\d+)(?:[._]cudnn(\d+))?$")
+_LABEL_RE = re.compile(rf"^(cuda|rocm)({NUM})(?:[._]cudnn({NUM}))?$", re.ASCII)
 
 
 def _dotted(digits: str) -> str:
@@ -80,7 +85,7 @@ def jaxlib_label_build(version: Optional[str]) -> Tuple[str, Optional[str], Opti
     '0.1.75+cuda111'         -> ('cuda', '11.1', None, None)
     no label                 -> ('unknown', None, None, None)
     """
-    if not version or "+" not in version:
+    if not isinstance(version, str) or "+" not in version:
         return ("unknown", None, None, None)
     label = version.split("+", 1)[1].strip().lower()
     m = _LABEL_RE.match(label)
@@ -98,7 +103,7 @@ def jaxlib_label_build(version: Optional[str]) -> Tuple[str, Optional[str], Opti
     return ("rocm", None, None, _dotted(digits))
 
 
-_PLUGIN_RE = re.compile(r"^jax-(cuda|rocm)(\d+)-(plugin|pjrt)$")
+_PLUGIN_RE = re.compile(rf"^jax-(cuda|rocm)({NUM})-(plugin|pjrt)$", re.ASCII)
 
 
 def plugin_dist(name: str) -> Optional[Tuple[str, str, str]]:
@@ -106,7 +111,7 @@ def plugin_dist(name: str) -> Optional[Tuple[str, str, str]]:
 
     `name` is a normalized distribution name. The CUDA part is the major only.
     """
-    m = _PLUGIN_RE.match(name.strip().lower())
+    m = _PLUGIN_RE.match(name.strip().lower()) if isinstance(name, str) else None
     if not m:
         return None
     kind, digits, part = m.group(1), m.group(2), m.group(3)

@@ -2,13 +2,16 @@
 
 ldconfig -p prints a header ("536 libs found in cache `/etc/ld.so.cache'") and one line per
 cached library: "\tlibcudart.so.12 (libc6,x86-64) => /usr/local/cuda/lib64/libcudart.so.12"
-(flags may carry ", OS ABI: Linux 3.2.0", hwcap entries add ", hwcap: 0x..."). Pure.
+(flags may carry ", OS ABI: Linux 3.2.0", hwcap entries add ", hwcap: 0x..."). Pure; the
+contract is in envdoctor/parsers/__init__.py.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
+
+from envdoctor.parsers import checked_text
 
 _LINE_RE = re.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s*=>\s*(\S.*?)\s*$")
 
@@ -30,7 +33,8 @@ class LdconfigEntry:
 
 
 def parse_ldconfig_p(text: Optional[str]) -> List[LdconfigEntry]:
-    if not text or not isinstance(text, str):
+    text = checked_text(text)
+    if text is None:
         return []
     out: List[LdconfigEntry] = []
     for line in text.splitlines():
@@ -48,7 +52,8 @@ def parse_ld_so_conf(text: Optional[str]) -> Tuple[List[str], List[str]]:
     """Returns (directories, include patterns) of one ld.so.conf file, in order."""
     dirs: List[str] = []
     includes: List[str] = []
-    if not text or not isinstance(text, str):
+    text = checked_text(text)
+    if text is None:
         return dirs, includes
     for raw in text.splitlines():
         line = raw.split("#", 1)[0].strip()

@@ -2,14 +2,16 @@
 
 "libcudart.so.12.4.127" -> ("libcudart", "12.4.127"); "libcudnn.so.8" -> ("libcudnn", "8");
 "libcudart.so" -> ("libcudart", None); "libnvrtc-builtins.so.12.4" -> ("libnvrtc-builtins", "12.4").
-Pure: anything that is not a lib*.so[.N...] name returns None.
+Pure: anything that is not a lib*.so[.N...] name (ASCII digits, bounded) returns None.
 """
 from __future__ import annotations
 
 import re
 from typing import Optional, Tuple
 
-_LIB_RE = re.compile(r"^(lib[A-Za-z0-9_+\-]*?)\.so((?:\.\d+)*)$")
+from envdoctor.parsers import NUM
+
+_LIB_RE = re.compile(rf"^(lib[A-Za-z0-9_+\-]*?)\.so((?:\.{NUM})*)$", re.ASCII)
 
 
 def split_libname(filename: Optional[str]) -> Optional[Tuple[str, Optional[str]]]:

@@ -1,6 +1,7 @@
 """nvidia-smi output: the plain banner table, `--query-gpu ... --format=csv` and failure messages.
 
-Pure functions: text in, typed values out. Garbage returns None / empty, never raises.
+Pure functions: text in, typed values out. Garbage returns None / empty; the contract (and
+the one ParseError) is in envdoctor/parsers/__init__.py. Numbers are ASCII digits only.
 
 Banner layouts handled (all seen in real outputs, see tests/fixtures/nvidia/):
 
@@ -25,26 +26,31 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
-_DRIVER_VERSION_RE = re.compile(r"^\d+(?:\.\d+){1,3}$")
-_CUDA_VERSION_RE = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
+from envdoctor.parsers import BUS_ID_RE, NUM, NUM_END, ascii_float, ascii_int, checked_text
+
+_DRIVER_VERSION_RE = re.compile(rf"^{NUM}(?:\.{NUM}){{1,3}}$", re.ASCII)
+_CUDA_VERSION_RE = re.compile(rf"^{NUM}\.{NUM}(?:\.{NUM})?$", re.ASCII)
+_COMPUTE_CAP_RE = re.compile(rf"^{NUM}\.{NUM}$", re.ASCII)
+_UUID_RE = re.compile(r"^(GPU|MIG)-[0-9A-Za-z-]+$", re.ASCII)
 
 # Banner header fields. "Driver Version :" also matches the `nvidia-smi -q` log format.
-_SMI_VERSION_RE = re.compile(r"NVIDIA-SMI\s+(\d+(?:\.\d+)+)")
+_SMI_VERSION_RE = re.compile(rf"NVIDIA-SMI\s+({NUM}(?:\.{NUM})+){NUM_END}", re.ASCII)
 _DRIVER_RE = re.compile(r"(?:Driver|KMD) Version\s*:\s*(\S+)")
 _CUDA_RE = re.compile(r"CUDA (?:UMD )?Version\s*:\s*(\S+)")
 
 # One GPU row: "|   0  NVIDIA A10G     On  |   00000000:00:1E.0 Off |" (the Persistence-M or
 # TCC/WDDM word ends the name cell, the PCI bus id starts the next one).
 _GPU_ROW_RE = re.compile(
-    r"^\|\s*(?P<index>\d+)\s+(?P<name>\S.*?)\s+(?P<mode>On|Off|N/A|WDDM|TCC|MCDM)\s*"
-    r"\|\s*(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\b"
+    r"^\|\s*(?P<index>[0-9]+)\s+(?P<name>\S.*?)\s+(?P<mode>On|Off|N/A|WDDM|TCC|MCDM)\s*"
+    r"\|\s*(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\b",
+    re.ASCII,
 )
-_MEMORY_RE = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
+_MEMORY_RE = re.compile(r"([0-9]+)\s*MiB\s*/\s*([0-9]+)\s*MiB", re.ASCII)
 
 # CSV values that mean "no value".
 _NA_VALUES = {"", "n/a", "[n/a]", "[not supported]", "not supported", "[unknown error]", "[insufficient permissions]",
               "[gpu is lost]", "[gpu requires reset]", "[unknown]"}
-_UNIT_SUFFIX_RE = re.compile(r"^(-?\d+(?:\.\d+)?)\s*(?:MiB|MB|GiB|W|MHz|%|C|KB/s)$")
+_UNIT_SUFFIX_RE = re.compile(r"^(-?[0-9]+(?:\.[0-9]+)?)\s*(?:MiB|MB|GiB|W|MHz|%|C|KB/s)$", re.ASCII)
 
 
 @dataclass
@@ -94,9 +100,8 @@ class SmiQueryGpu:
 def _text(value: object) -> Optional[str]:
     if isinstance(value, bytes):
         value = value.decode("utf-8", errors="replace")
-    if not isinstance(value, str) or not value.strip():
-        return None
-    if "\x00" in value:
+    value = checked_text(value)
+    if value is None or "\x00" in value:
         return None
     return value
 
@@ -119,7 +124,7 @@ def normalize_bus_id(bus_id: Optional[str]) -> str:
     """'00000000:17:00.0' / '0000:17:00.0' / '17:00.0' -> '0000:17:00.0' (lower case), for matching."""
     if not isinstance(bus_id, str):
         return ""
-    m = re.match(r"^\s*(?:([0-9A-Fa-f]{1,8}):)?([0-9A-Fa-f]{1,2}):([0-9A-Fa-f]{1,2})\.([0-9A-Fa-f])\s*$", bus_id)
+    m = re.match(r"^\s*(?:([0-9A-Fa-f]{1,8}):)?([0-9A-Fa-f]{1,2}):([0-9A-Fa-f]{1,2})\.([0-9A-Fa-f])\s*$", bus_id, re.ASCII)
     if not m:
         return bus_id.strip().lower()
     domain = int(m.group(1) or "0", 16)
@@ -171,8 +176,8 @@ def _parse_gpu_rows(lines: Sequence[str]) -> List[SmiGpuRow]:
         m = _GPU_ROW_RE.match(stripped)
         if not m:
             continue
-        index = int(m.group("index"))
-        if index in seen:
+        index = ascii_int(m.group("index"))
+        if index is None or index in seen:
             continue
         seen.add(index)
         name = m.group("name").strip()
@@ -180,7 +185,7 @@ def _parse_gpu_rows(lines: Sequence[str]) -> List[SmiGpuRow]:
         if i + 1 < len(lines):
             mm = _MEMORY_RE.search(lines[i + 1])
             if mm:
-                memory = int(mm.group(2))
+                memory = ascii_int(mm.group(2))
         gpus.append(
             SmiGpuRow(
                 index=index,
@@ -208,7 +213,7 @@ _FAILURES = (
     ("nvml_failed", "unable to determine the device handle"),
     ("nvml_failed", "gpu is lost"),
 )
-_NVML_LIB_RE = re.compile(r"NVML library version:\s*(\d+(?:\.\d+)+)")
+_NVML_LIB_RE = re.compile(rf"NVML library version:\s*({NUM}(?:\.{NUM})+){NUM_END}", re.ASCII)
 
 
 def detect_failure(text: Optional[str]) -> Optional[SmiFailure]:
@@ -284,14 +289,14 @@ def parse_query_csv(text: Optional[str], fields: Sequence[str]) -> List[Dict[str
 
 
 def _int_mib(value: Optional[str]) -> Optional[int]:
+    """'24564', '24564 MiB', '81559.0' -> the whole MiB; None for negative, inf, nan, '²', huge."""
     if value is None:
         return None
     m = _UNIT_SUFFIX_RE.match(value.strip())
-    number = m.group(1) if m else value.strip()
-    try:
-        return int(float(number))
-    except ValueError:
+    number = ascii_float(m.group(1) if m else value)
+    if number is None or number < 0:
         return None
+    return ascii_int(str(int(number)))
 
 
 def parse_query_gpus(text: Optional[str], fields: Sequence[str]) -> List[SmiQueryGpu]:
@@ -299,17 +304,15 @@ def parse_query_gpus(text: Optional[str], fields: Sequence[str]) -> List[SmiQuer
     out: List[SmiQueryGpu] = []
     for row in parse_query_csv(text, fields):
         gpu = SmiQueryGpu()
-        idx = row.get("index")
-        if idx is not None and idx.isdigit():
-            gpu.index = int(idx)
+        gpu.index = ascii_int(row.get("index"))
         gpu.name = row.get("name")
         cc = row.get("compute_cap")
-        gpu.compute_cap = cc if cc and re.match(r"^\d+\.\d+$", cc) else None
+        gpu.compute_cap = cc if cc and _COMPUTE_CAP_RE.match(cc) else None
         gpu.memory_total_mib = _int_mib(row.get("memory.total"))
         bus = row.get("pci.bus_id")
-        gpu.bus_id = bus if bus and re.match(r"^[0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$", bus) else None
+        gpu.bus_id = bus if bus and BUS_ID_RE.match(bus) else None
         uuid = row.get("uuid")
-        gpu.uuid = uuid if uuid and re.match(r"^(GPU|MIG)-[0-9A-Za-z-]+$", uuid) else None
+        gpu.uuid = uuid if uuid and _UUID_RE.match(uuid) else None
         gpu.serial = row.get("serial")
         gpu.driver_version = clean_driver_version(row.get("driver_version"))
         if gpu.name is None and gpu.bus_id is None and gpu.uuid is None:

@@ -1,7 +1,8 @@
 """Files of the NVIDIA kernel driver: /proc/driver/nvidia/version, /proc/driver/nvidia/gpus/*/information,
 /sys/module/nvidia/version.
 
-Pure functions: text in, typed values out. Garbage returns None, never raises.
+Pure functions: text in, typed values out. Garbage returns None; the contract is in
+envdoctor/parsers/__init__.py.
 
 /proc/driver/nvidia/version, as seen in real files (tests/fixtures/nvidia/):
 
@@ -19,7 +20,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Optional
 
-_VERSION_RE = re.compile(r"^\d+(?:\.\d+){1,3}$")
+from envdoctor.parsers import BUS_ID_RE, NUM, NUM_END, ascii_int, checked_text
+
+_VERSION_RE = re.compile(rf"^{NUM}(?:\.{NUM}){{1,3}}$", re.ASCII)
+_UUID_RE = re.compile(r"^GPU-[0-9A-Za-z-]+$", re.ASCII)
+
 _ARCHES = ("x86_64", "aarch64", "ppc64le", "ppc64", "arm64", "armv7l", "sbsa", "s390x", "x86")
 
 
@@ -46,7 +51,8 @@ class ProcGpuInfo:
 def _usable(text: object) -> Optional[str]:
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")
-    if not isinstance(text, str) or not text.strip() or "\x00" in text:
+    text = checked_text(text)
+    if text is None or "\x00" in text:
         return None
     return text
 
@@ -81,7 +87,7 @@ def parse_proc_version(text: Optional[str]) -> Optional[ProcDriverVersion]:
     arch = next((w for w in words if w in _ARCHES), None)
     flavor = "open" if "Open Kernel Module" in body else "proprietary"
     gcc = None
-    m = re.search(r"^GCC version:.*?gcc version\s+(\d+(?:\.\d+)+)", text, re.MULTILINE)
+    m = re.search(rf"^GCC version:.*?gcc version\s+({NUM}(?:\.{NUM})+){NUM_END}", text, re.MULTILINE | re.ASCII)
     if m:
         gcc = m.group(1)
     return ProcDriverVersion(version=version, flavor=flavor, arch=arch, gcc=gcc, line=nvrm)
@@ -105,11 +111,10 @@ def parse_gpu_information(text: Optional[str]) -> Optional[ProcGpuInfo]:
     info = ProcGpuInfo(fields=fields)
     info.model = fields.get("Model") or None
     uuid = fields.get("GPU UUID", "")
-    info.uuid = uuid if re.match(r"^GPU-[0-9A-Za-z-]+$", uuid) else None
+    info.uuid = uuid if _UUID_RE.match(uuid) else None
     bus = fields.get("Bus Location", "")
-    info.bus_location = bus if re.match(r"^[0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$", bus) else None
-    minor = fields.get("Device Minor", "")
-    info.device_minor = int(minor) if minor.isdigit() else None
+    info.bus_location = bus if BUS_ID_RE.match(bus) else None
+    info.device_minor = ascii_int(fields.get("Device Minor"))
     info.video_bios = fields.get("Video BIOS") or None
     excluded = fields.get("GPU Excluded", "").lower()
     info.excluded = True if excluded == "yes" else False if excluded == "no" else None

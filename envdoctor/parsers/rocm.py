@@ -1,6 +1,6 @@
 """ROCm versions and GPU names: /opt/rocm/.info/version, rocm_version.h, rocm-smi, amd-smi.
 
-Pure functions; garbage returns None / [].
+Pure functions; garbage returns None / [] (the contract is in envdoctor/parsers/__init__.py).
 - .info/version: one line, "6.1.0-82" -> "6.1.0" (the build number after '-' is dropped).
 - include/rocm-core/rocm_version.h: ROCM_VERSION_MAJOR / _MINOR / _PATCH defines.
 - `rocm-smi --showproductname`: the text form ("GPU[0] : Card series: Fiji [...]"), the
@@ -16,32 +16,37 @@ import json
 import re
 from typing import Dict, List, Optional
 
-_VERSION = r"\d+\.\d+(?:\.\d+)?"
+from envdoctor.parsers import NUM, ascii_int, checked_text
+from envdoctor.parsers.cudnn_header import define_int
+
+_VERSION = rf"{NUM}\.{NUM}(?:\.{NUM})?"
 
 
 def parse_rocm_info_version(text: Optional[str]) -> Optional[str]:
-    if not text or not isinstance(text, str):
+    text = checked_text(text)
+    if text is None:
         return None
-    first = text.strip().splitlines()[0].strip() if text.strip() else ""
-    m = re.match(rf"^({_VERSION})(?:[-.][0-9A-Za-z.]+)?$", first)
+    first = text.strip().splitlines()[0].strip()
+    m = re.match(rf"^({_VERSION})(?:[-.][0-9A-Za-z.]+)?$", first, re.ASCII)
     return m.group(1) if m else None
 
 
 def parse_rocm_version_h(text: Optional[str]) -> Optional[str]:
-    if not text or not isinstance(text, str):
+    text = checked_text(text)
+    if text is None:
         return None
     vals = {}
     for part in ("MAJOR", "MINOR", "PATCH"):
-        m = re.search(rf"^[ \t]*#[ \t]*define[ \t]+ROCM_VERSION_{part}[ \t]+(\d+)\b", text, re.MULTILINE)
-        if m:
-            vals[part] = m.group(1)
+        value = define_int(text, f"ROCM_VERSION_{part}")
+        if value is not None:
+            vals[part] = str(value)
     if "MAJOR" not in vals or "MINOR" not in vals:
         return None
     return ".".join([vals["MAJOR"], vals["MINOR"]] + ([vals["PATCH"]] if "PATCH" in vals else []))
 
 
 def _is_pci_id(value: str) -> bool:
-    return bool(re.fullmatch(r"0x[0-9a-fA-F]+", value.strip()))
+    return bool(re.fullmatch(r"0x[0-9a-fA-F]+", value.strip(), re.ASCII))
 
 
 def _pick_name(fields: Dict[str, str]) -> Optional[str]:
@@ -57,7 +62,8 @@ def _pick_name(fields: Dict[str, str]) -> Optional[str]:
 
 
 def parse_rocm_smi_productname(text: Optional[str]) -> List[str]:
-    if not text or not isinstance(text, str):
+    text = checked_text(text)
+    if text is None:
         return []
     stripped = text.strip()
     if stripped.startswith("{"):
@@ -75,7 +81,12 @@ def _from_json(text: str) -> List[str]:
     if not isinstance(data, dict):
         return []
     out: List[str] = []
-    for key in sorted((k for k in data if re.fullmatch(r"card\d+", str(k))), key=lambda k: int(k[4:])):
+    cards = {}
+    for k in data:
+        n = ascii_int(str(k)[4:]) if str(k).startswith("card") else None
+        if n is not None:
+            cards[n] = k
+    for key in (cards[n] for n in sorted(cards)):
         entry = data[key]
         if not isinstance(entry, dict):
             continue
@@ -105,7 +116,7 @@ def _from_csv(text: str) -> List[str]:
     return out
 
 
-_TEXT_RE = re.compile(r"^\s*GPU\[(\d+)\]\s*:\s*([^:]+?)\s*:\s*(.*?)\s*$")
+_TEXT_RE = re.compile(rf"^\s*GPU\[({NUM})\]\s*:\s*([^:]+?)\s*:\s*(.*?)\s*$", re.ASCII)
 
 
 def _from_text(text: str) -> List[str]:
@@ -126,12 +137,13 @@ def _from_text(text: str) -> List[str]:
 
 def parse_amd_smi_static(text: Optional[str]) -> List[str]:
     """MARKET_NAME of each "GPU: N" block of `amd-smi static` (or `amd-smi static --asic`)."""
-    if not text or not isinstance(text, str):
+    text = checked_text(text)
+    if text is None:
         return []
     names: Dict[int, str] = {}
     current: Optional[int] = None
     for line in text.splitlines():
-        m = re.match(r"^GPU:\s*(\d+)\s*$", line.strip())
+        m = re.match(rf"^GPU:\s*({NUM})\s*$", line.strip(), re.ASCII)
         if m and not line.startswith((" ", "\t")):
             current = int(m.group(1))
             continue

@@ -16,7 +16,8 @@ Layouts seen in real wheels:
 - Windows builds write versions as '64_112' (CUDA 11.2) and '64_8' (cuDNN 8).
 
 The printed repr of `tf.sysconfig.get_build_info()` (`OrderedDict([...])`) is
-accepted too, since it is the same literal.
+accepted too, since it is the same literal. The contract of these parsers is in
+envdoctor/parsers/__init__.py.
 """
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ import ast
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
+
+from envdoctor.parsers import NUM, checked_text, dotted_version, python_ast
 
 
 @dataclass
@@ -87,7 +90,7 @@ def _dict_from_expr(node: ast.AST) -> Optional[Dict[str, Any]]:
 
 def _collect(text: str) -> Optional[Dict[str, Any]]:
     try:
-        tree = ast.parse(text)
+        tree = python_ast(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     found: Optional[Dict[str, Any]] = None
@@ -108,7 +111,7 @@ def _collect(text: str) -> Optional[Dict[str, Any]]:
     return loose if loose else None
 
 
-_WIN_RE = re.compile(r"^64_(\d+)$")
+_WIN_RE = re.compile(rf"^64_({NUM})$", re.ASCII)
 
 
 def normalize_cuda_version(value: Any) -> Optional[str]:
@@ -122,9 +125,7 @@ def normalize_cuda_version(value: Any) -> Optional[str]:
         if len(digits) == 1:
             return digits
         return f"{int(digits[:-1])}.{digits[-1]}"
-    if re.match(r"^\d+(\.\d+)*$", value):
-        return value
-    return None
+    return dotted_version(value)
 
 
 def normalize_cudnn_version(value: Any) -> Optional[str]:
@@ -135,9 +136,7 @@ def normalize_cudnn_version(value: Any) -> Optional[str]:
     m = _WIN_RE.match(value)
     if m:
         return m.group(1)
-    if re.match(r"^\d+(\.\d+)*$", value):
-        return value
-    return None
+    return dotted_version(value)
 
 
 def _bool(value: Any) -> Optional[bool]:
@@ -146,7 +145,8 @@ def _bool(value: Any) -> Optional[bool]:
 
 def parse_build_info(text: Optional[str]) -> Optional[TfBuildInfo]:
     """Parse build_info.py (any known layout); None for garbage or an empty file."""
-    if not isinstance(text, str) or not text.strip():
+    text = checked_text(text)
+    if text is None:
         return None
     raw = _collect(text)
     if not raw:

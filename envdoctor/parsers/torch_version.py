@@ -18,6 +18,7 @@ never reported from here.
 
 torchvision/version.py computes `cuda` at import time (it imports
 torchvision.extension), so only its `__version__` local label (+cu130) tells.
+The contract of these parsers is in envdoctor/parsers/__init__.py.
 """
 from __future__ import annotations
 
@@ -26,13 +27,15 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
+from envdoctor.parsers import NUM, checked_text, dotted_version, python_ast
+
 _NAMES = ("__version__", "cuda", "hip", "rocm", "xpu", "git_version", "debug")
 
 
 @dataclass
 class TorchVersionInfo:
     version: Optional[str] = None  # "2.14.1+cu130"
-    cuda: Optional[str] = None  # "13.0"
+    cuda: Optional[str] = None  # "13.0" (None when the file's value is not a dotted version)
     hip: Optional[str] = None  # "6.0.32830-d62f6a171"
     rocm: Optional[str] = None
     xpu: Optional[str] = None
@@ -45,7 +48,7 @@ def _constant_assignments(text: str) -> Dict[str, object]:
     """Top-level `name = <literal>` / `name: T = <literal>` assignments of the names we want."""
     out: Dict[str, object] = {}
     try:
-        tree = ast.parse(text)
+        tree = python_ast(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return _regex_assignments(text)
     for node in tree.body:
@@ -66,7 +69,7 @@ def _constant_assignments(text: str) -> Dict[str, object]:
 
 _ASSIGN_RE = re.compile(
     r"^(__version__|cuda|hip|rocm|xpu|git_version|debug)\s*(?::[^=\n]*)?=\s*(?:'([^'\n]*)'|\"([^\"\n]*)\"|(None|True|False))\s*$",
-    re.M,
+    re.M | re.ASCII,
 )
 
 
@@ -90,19 +93,19 @@ def _str_or_none(value: object) -> Optional[str]:
 
 def local_label(version: Optional[str]) -> Optional[str]:
     """The local version label after '+': '2.1.0+cu121' -> 'cu121'."""
-    if not version or "+" not in version:
+    if not isinstance(version, str) or "+" not in version:
         return None
     label = version.split("+", 1)[1].strip()
     return label or None
 
 
-_CU_RE = re.compile(r"^cu(\d{2,3})$")
-_ROCM_RE = re.compile(r"^rocm(\d+(?:\.\d+)*)$")
+_CU_RE = re.compile(r"^cu([0-9]{2,3})$", re.ASCII)
+_ROCM_RE = re.compile(rf"^rocm({NUM}(?:\.{NUM})*)$", re.ASCII)
 
 
 def cuda_from_cu_tag(tag: str) -> Optional[str]:
     """'cu121' -> '12.1', 'cu118' -> '11.8', 'cu92' -> '9.2', 'cu130' -> '13.0' (the last digit is the minor)."""
-    m = _CU_RE.match(tag.strip().lower())
+    m = _CU_RE.match(tag.strip().lower()) if isinstance(tag, str) else None
     if not m:
         return None
     digits = m.group(1)
@@ -115,7 +118,7 @@ def build_from_label(label: Optional[str]) -> Tuple[str, Optional[str], Optional
     'cu121' -> ('cuda', '12.1', None); 'cpu' / 'cpu.cxx11.abi' -> ('cpu', None, None);
     'rocm6.0' -> ('rocm', None, '6.0'); anything else -> ('unknown', None, None).
     """
-    if not label:
+    if not isinstance(label, str) or not label:
         return ("unknown", None, None)
     parts = label.lower().split(".")
     head = parts[0]
@@ -132,7 +135,8 @@ def build_from_label(label: Optional[str]) -> Tuple[str, Optional[str], Optional
 
 def parse_torch_version(text: Optional[str]) -> Optional[TorchVersionInfo]:
     """Parse torch/version.py text; None when it holds no __version__."""
-    if not isinstance(text, str) or not text.strip():
+    text = checked_text(text)
+    if text is None:
         return None
     values = _constant_assignments(text)
     version = _str_or_none(values.get("__version__"))
@@ -141,7 +145,7 @@ def parse_torch_version(text: Optional[str]) -> Optional[TorchVersionInfo]:
     debug = values.get("debug")
     return TorchVersionInfo(
         version=version,
-        cuda=_str_or_none(values.get("cuda")),
+        cuda=dotted_version(values.get("cuda")),
         hip=_str_or_none(values.get("hip")),
         rocm=_str_or_none(values.get("rocm")),
         xpu=_str_or_none(values.get("xpu")),
@@ -152,8 +156,8 @@ def parse_torch_version(text: Optional[str]) -> Optional[TorchVersionInfo]:
 
 
 def _rocm_from_hip(hip: str) -> Optional[str]:
-    m = re.match(r"^(\d+)\.(\d+)", hip)
-    return f"{m.group(1)}.{m.group(2)}" if m else None
+    version = dotted_version(hip, prefix=True)
+    return ".".join(version.split(".")[:2]) if version and "." in version else None
 
 
 def torch_build(info: TorchVersionInfo) -> Tuple[str, Optional[str], Optional[str]]:
@@ -167,7 +171,7 @@ def torch_build(info: TorchVersionInfo) -> Tuple[str, Optional[str], Optional[st
     if info.cuda:
         return ("cuda", info.cuda, None)
     if info.hip or info.rocm:
-        rocm = info.rocm or label_rocm or (_rocm_from_hip(info.hip) if info.hip else None)
+        rocm = dotted_version(info.rocm, prefix=True) or label_rocm or (_rocm_from_hip(info.hip) if info.hip else None)
         return ("rocm", None, rocm)
     if info.xpu:
         return ("unknown", None, None)
@@ -178,7 +182,8 @@ def torch_build(info: TorchVersionInfo) -> Tuple[str, Optional[str], Optional[st
 
 def parse_simple_version_py(text: Optional[str]) -> Optional[str]:
     """`__version__ = '...'` of a torchvision/torchaudio/cupy style version file (never executed)."""
-    if not isinstance(text, str):
+    text = checked_text(text)
+    if text is None:
         return None
     values = _regex_assignments(text)
     return _str_or_none(values.get("__version__"))

@@ -23,6 +23,7 @@ from envdoctor.parsers.cuda_version import parse_dist_info_name
 from envdoctor.parsers.cudnn_header import parse_cudnn_header
 from envdoctor.parsers.ldconfig import parse_ldconfig_p
 from envdoctor.parsers.libname import more_precise, split_libname
+from envdoctor.probes._parsed import parsed as _parsed
 from envdoctor.probes.base import ProbeContext
 from envdoctor.probes.toolkits import is_dir, is_file, read_text, resolve_path, site_package_dirs
 from envdoctor.snapshot import Cudnn, Evidence, Snapshot
@@ -78,7 +79,7 @@ def _headers(ctx: ProbeContext, snap: Snapshot, add) -> None:
         for pattern in HEADER_NAMES:
             for h in ctx.root.glob(posixpath.join(d, pattern)):
                 text = read_text(ctx.root, h)
-                version = parse_cudnn_header(text)
+                version = _parsed([], h, parse_cudnn_header, text)
                 if version is None:
                     continue  # e.g. cuDNN 8's cudnn.h, which only includes cudnn_version.h
                 real = resolve_path(ctx.root, h)
@@ -98,7 +99,7 @@ def _library_candidates(ctx: ProbeContext, snap: Snapshot) -> List[Tuple[str, st
     if ctx.root.is_live:
         res = ctx.ldconfig_p()
         if res is not None and res.ok:
-            for entry in parse_ldconfig_p(res.stdout):
+            for entry in _parsed([], "cmd:ldconfig -p", parse_ldconfig_p, res.stdout, default=[]):
                 parts = split_libname(entry.soname)
                 if parts and parts[0] == "libcudnn":
                     out.append((entry.path, "cmd:ldconfig -p"))
@@ -156,7 +157,7 @@ def _wheels(ctx: ProbeContext, snap: Snapshot, add) -> None:
         path = ""
         for loc in locations:
             hdr = read_text(ctx.root, posixpath.join(loc, "include/cudnn_version.h"))
-            hv = parse_cudnn_header(hdr)
+            hv = _parsed([], "header", parse_cudnn_header, hdr)
             if hv is None or hv.split(".")[0] == version.split(".")[0]:
                 path = loc
                 break

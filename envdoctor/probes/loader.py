@@ -20,6 +20,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from envdoctor.parsers.ldconfig import parse_ld_so_conf, parse_ldconfig_p
 from envdoctor.parsers.libname import more_precise, split_libname
+from envdoctor.probes._parsed import parsed
 from envdoctor.probes.base import ProbeContext
 from envdoctor.probes.toolkits import is_dir, is_file, read_text, resolve_path
 from envdoctor.snapshot import Evidence, Library, Loader, Snapshot
@@ -120,7 +121,7 @@ def _ld_so_conf_dirs(ctx: ProbeContext) -> Tuple[List[str], List[str]]:
         if text is None:
             continue
         read.append(conf)
-        ds, includes = parse_ld_so_conf(text)
+        ds, includes = parsed([], conf, parse_ld_so_conf, text, default=([], []))
         dirs += ds
         for inc in includes:
             pattern = inc if inc.startswith("/") else posixpath.join(posixpath.dirname(conf), inc)
@@ -166,7 +167,7 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
     if ctx.root.is_live:
         res = ctx.ldconfig_p()
         if res is not None and res.ok:
-            entries = parse_ldconfig_p(res.stdout)
+            entries = parsed(loader.evidence, f"cmd:{res.cmdline}", parse_ldconfig_p, res.stdout, default=[])
             header = res.stdout.splitlines()[0][:200] if res.stdout else ""
             loader.evidence.append(Evidence(f"cmd:{res.cmdline}", header or f"{len(entries)} entries"))
             for e in entries:

@@ -76,6 +76,7 @@ from envdoctor.parsers.proc_driver import (
     parse_module_version,
     parse_proc_version,
 )
+from envdoctor.probes._parsed import parsed
 from envdoctor.probes.base import ProbeContext, ProbeUnknown
 from envdoctor.snapshot import GPU, Driver, Evidence, Snapshot
 from envdoctor.subproc import CmdResult
@@ -345,17 +346,17 @@ def _files_layer(ctx: ProbeContext) -> _Files:
     f = _Files()
     f.module_loaded = root.is_dir("/sys/module/nvidia")
     mod_text = root.read_text("/sys/module/nvidia/version")
-    f.module_version = parse_module_version(mod_text)
+    f.module_version = parsed(f.evidence, "file:/sys/module/nvidia/version", parse_module_version, mod_text)
     if mod_text:
         f.evidence.append(Evidence("file:/sys/module/nvidia/version", _excerpt(mod_text)))
     f.proc_dir = root.is_dir("/proc/driver/nvidia")
     proc_text = root.read_text("/proc/driver/nvidia/version")
-    f.proc = parse_proc_version(proc_text)
+    f.proc = parsed(f.evidence, "file:/proc/driver/nvidia/version", parse_proc_version, proc_text)
     if proc_text:
         f.evidence.append(Evidence("file:/proc/driver/nvidia/version", _excerpt(proc_text)))
     for gpu_dir in root.glob("/proc/driver/nvidia/gpus/*"):
         text = root.read_text(gpu_dir + "/information")
-        info = parse_gpu_information(text)
+        info = parsed(f.evidence, f"file:{gpu_dir}/information", parse_gpu_information, text)
         if info is None:
             continue
         if info.bus_location is None:
@@ -437,11 +438,11 @@ def _smi_layer(ctx: ProbeContext) -> _SmiAnswer:
         ans.messages.append(res.reason)
         return ans
     combined = res.stdout + "\n" + res.stderr
-    banner = parse_banner(res.stdout)
+    banner = parsed(ans.evidence, f"cmd:{exe}", parse_banner, res.stdout)
     if banner is not None and res.status == "failed":
         ans.messages.append(res.reason)  # a table with a non-zero exit: keep the table, note the status
     if banner is None:
-        failure = detect_failure(combined)
+        failure = parsed(ans.evidence, f"cmd:{exe}", detect_failure, combined)
         if failure is not None:
             ans.failure = failure
             ans.status = "failed"
@@ -464,11 +465,11 @@ def _smi_layer(ctx: ProbeContext) -> _SmiAnswer:
             ans.messages.append(f"nvidia-smi --query-gpu: no answer within {ctx.timeout:g} s (killed)")
             break
         if q.status == "ok":
-            ans.query = parse_query_gpus(q.stdout, fields)
+            ans.query = parsed(ans.evidence, "cmd:" + " ".join(argv), parse_query_gpus, q.stdout, fields, default=[])
             if not ans.query and banner.gpus:
                 ans.messages.append("nvidia-smi --query-gpu: unrecognised output")
             break
-        failure = detect_failure(q.stdout + "\n" + q.stderr)
+        failure = parsed(ans.evidence, "cmd:" + " ".join(argv), detect_failure, q.stdout + "\n" + q.stderr)
         if failure is not None and failure.kind == "invalid_field" and "compute_cap" in fields:
             continue  # drivers < 510 know no compute_cap: ask again without it
         ans.messages.append((failure.message if failure else q.reason) or "nvidia-smi --query-gpu failed")

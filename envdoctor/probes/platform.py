@@ -50,7 +50,7 @@ def container_hint(root, env) -> str | None:
     return None
 
 
-_LIBC_RE = re.compile(r"libc-(\d+\.\d+)\.so$")
+_LIBC_RE = re.compile(r"libc-([0-9]{1,6}\.[0-9]{1,6})\.so$")
 
 
 def probe(ctx: ProbeContext, snap: Snapshot) -> None:

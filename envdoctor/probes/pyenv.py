@@ -236,13 +236,13 @@ def _file(dist: dict, rel: str) -> Tuple[Optional[str], Optional[str]]:
 
 
 def _cupy_build(norm: str) -> Tuple[str, Optional[str], Optional[str]]:
-    m = re.match(r"^cupy-cuda(\d+)(x?)$", norm)
+    m = re.match(r"^cupy-cuda([0-9]{1,4})(x?)$", norm)
     if m:
         digits = m.group(1)
         if m.group(2) == "x" or len(digits) <= 2:  # cupy-cuda12x: any 12.x
             return "cuda", str(int(digits)), None
         return "cuda", f"{int(digits[:-1])}.{digits[-1]}", None  # cupy-cuda117 -> 11.7
-    m = re.match(r"^cupy-rocm-(\d+)-(\d+)$", norm)
+    m = re.match(r"^cupy-rocm-([0-9]{1,4})-([0-9]{1,4})$", norm)
     if m:
         return "rocm", None, f"{m.group(1)}.{m.group(2)}"
     return "unknown", None, None
@@ -327,7 +327,7 @@ def _framework(dist: dict, installed: Dict[str, dict], platform_tag: str) -> Opt
     elif name == "paddlepaddle":
         if norm == "paddlepaddle-gpu":
             fw.build = "cuda"
-            m = re.search(r"\.post(\d)(\d)(\d)?$", fw.version)  # 2.5.1.post117 -> CUDA 11.7
+            m = re.search(r"\.post([0-9])([0-9])([0-9])?$", fw.version)  # 2.5.1.post117 -> CUDA 11.7
             if m:
                 fw.cuda_version = f"{m.group(1)}{m.group(2)}.{m.group(3)}" if m.group(3) else f"{m.group(1)}.{m.group(2)}"
         else:

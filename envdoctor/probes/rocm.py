@@ -22,13 +22,14 @@ from envdoctor.parsers.rocm import (
     parse_rocm_smi_productname,
     parse_rocm_version_h,
 )
+from envdoctor.probes._parsed import parsed
 from envdoctor.probes.base import ProbeContext
 from envdoctor.probes.toolkits import find_on_path, is_dir, is_file, read_text, resolve_path
 from envdoctor.snapshot import Evidence, Rocm, Snapshot
 
 
 def _version_key(path: str):
-    m = re.search(r"rocm-(\d+(?:\.\d+)*)", path)
+    m = re.search(r"rocm-([0-9]{1,12}(?:\.[0-9]{1,12})*)(?![0-9])", path)
     try:
         return Version(m.group(1)) if m else Version("0")
     except InvalidVersion:
@@ -53,17 +54,17 @@ def _candidates(ctx: ProbeContext) -> List[tuple]:
 def _version(ctx: ProbeContext, path: str, evidence: List[Evidence]) -> Optional[str]:
     info = posixpath.join(path, ".info/version")
     text = read_text(ctx.root, info)
-    v = parse_rocm_info_version(text)
+    v = parsed(evidence, f"file:{info}", parse_rocm_info_version, text)
     if v:
         evidence.append(Evidence(f"file:{info}", (text or "").strip()[:100]))
         return v
     for rel in ("include/rocm-core/rocm_version.h", "include/rocm_version.h"):
         h = posixpath.join(path, rel)
-        v = parse_rocm_version_h(read_text(ctx.root, h))
+        v = parsed(evidence, f"file:{h}", parse_rocm_version_h, read_text(ctx.root, h))
         if v:
             evidence.append(Evidence(f"file:{h}", f"ROCM_VERSION_MAJOR/MINOR/PATCH -> {v}"))
             return v
-    m = re.search(r"rocm-(\d+\.\d+(?:\.\d+)?)$", path)
+    m = re.search(r"rocm-([0-9]{1,12}\.[0-9]{1,12}(?:\.[0-9]{1,12})?)$", path)
     if m:
         evidence.append(Evidence("path", f"version from the directory name {posixpath.basename(path)}"))
         return m.group(1)
@@ -91,7 +92,7 @@ def _gpus(ctx: ProbeContext, path: str, evidence: List[Evidence]) -> List[str]:
         if not res.ok:
             evidence.append(Evidence(src, f"{res.status}: {res.reason}"[:300]))
             continue
-        gpus = parser(res.stdout)
+        gpus = parsed(evidence, src, parser, res.stdout, default=[])
         if gpus:
             evidence.append(Evidence(src, "; ".join(gpus)[:300]))
             return gpus

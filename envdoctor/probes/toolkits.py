@@ -35,6 +35,7 @@ from envdoctor.parsers.cuda_version import (
     parse_version_json,
     parse_version_txt,
 )
+from envdoctor.probes._parsed import parsed as _parsed
 from envdoctor.probes.base import ProbeContext
 from envdoctor.snapshot import Evidence, Snapshot, Toolkit
 
@@ -322,7 +323,7 @@ def _versions(ctx: ProbeContext, cand: _Cand) -> Tuple[List[Tuple[str, str]], Li
     vj_path = posixpath.join(path, "version.json")
     text = read_text(root, vj_path)
     if text is not None:
-        vj = parse_version_json(text)
+        vj = _parsed(ev, f"file:{vj_path}", parse_version_json, text)
         if vj and vj.sdk:
             found.append(("version.json", vj.sdk))
             extra = f", cuda_nvcc {vj.nvcc}" if vj.nvcc else ""
@@ -333,7 +334,7 @@ def _versions(ctx: ProbeContext, cand: _Cand) -> Tuple[List[Tuple[str, str]], Li
     vt_path = posixpath.join(path, "version.txt")
     text = read_text(root, vt_path)
     if text is not None:
-        v = parse_version_txt(text)
+        v = _parsed(ev, f"file:{vt_path}", parse_version_txt, text)
         if v:
             found.append(("version.txt", v))
         ev.append(Evidence(f"file:{vt_path}", text.strip()[:200] if v else "unreadable: no 'CUDA Version'"))
@@ -344,9 +345,9 @@ def _versions(ctx: ProbeContext, cand: _Cand) -> Tuple[List[Tuple[str, str]], Li
         res = ctx.runner.run([nvcc, "--version"], timeout=ctx.timeout)
         src = f"cmd:{nvcc} --version"
         if res.ok:
-            parsed = parse_nvcc_version(res.stdout)
-            if parsed:
-                found.append(("nvcc", parsed.version))
+            nvcc_version = _parsed(ev, src, parse_nvcc_version, res.stdout)
+            if nvcc_version:
+                found.append(("nvcc", nvcc_version.version))
                 line = next((ln for ln in res.stdout.splitlines() if "release" in ln), "")
                 ev.append(Evidence(src, line.strip()[:200]))
             else:
@@ -366,12 +367,12 @@ def _versions(ctx: ProbeContext, cand: _Cand) -> Tuple[List[Tuple[str, str]], Li
             if not parsed:
                 continue
             dist, ver = parsed
-            suffix = re.search(r"-cu(\d+)$", dist)
+            suffix = re.search(r"-cu([0-9]+)$", dist)
             base = dist[: suffix.start()] if suffix else dist
             if cand.site_dir and dd == cand.site_dir:
                 # a shared site-packages may hold several CUDA majors: only the wheel of
                 # this layout counts (nvidia/cuda_nvcc <- *-cu11/-cu12, nvidia/cu13 <- unsuffixed 13.x)
-                cu = re.search(r"/nvidia/cu(\d+)$", path)
+                cu = re.search(r"/nvidia/cu([0-9]+)$", path)
                 if cu and (suffix or ver.split(".")[0] != cu.group(1)):
                     continue
                 if not cu and not suffix:
@@ -402,7 +403,7 @@ def _versions(ctx: ProbeContext, cand: _Cand) -> Tuple[List[Tuple[str, str]], Li
             continue
         seen.add(key)
         text = read_text(root, h, CUDA_H_MAX)
-        v = parse_cuda_h(text) if text else None
+        v = _parsed(ev, f"file:{h}", parse_cuda_h, text) if text else None
         if v:
             found.append(("cuda.h", v))
             ev.append(Evidence(f"file:{h}", f"CUDA_VERSION -> {v}"))

@@ -57,7 +57,7 @@ def smoke(python_path, frameworks, timeout, bench, require_gpu, fmt, output, for
         text = render.render_markdown(run)
     else:
         text = render.render_text(run, color=_color(sys.stdout) and not output, verbose=verbose)
-    emit(text, output, force_output)
+    emit(text, output, force_output, snapshot=snap)
     sys.exit(run.exit_code())
 
 
