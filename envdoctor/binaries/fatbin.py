@@ -75,13 +75,15 @@ def _suffix(flags: int) -> str:
     return ""
 
 
-def parse_entries(buf, start: int, end: int, max_entries: int = MAX_ENTRIES) -> List[Entry]:
+def parse_entries(buf, start: int, end: int, max_entries: int = MAX_ENTRIES,
+                  into: Optional[List[Entry]] = None) -> List[Entry]:
     """Every entry of the containers in buf[start:end] (an mmap or bytes); Unreadable when a size lies.
 
     Containers follow each other (a few bytes of padding allowed); anything else after the last one
-    ends the scan, as the CUDA runtime does not look there either.
+    ends the scan, as the CUDA runtime does not look there either. The entries read before an error
+    stay in `into` (when given).
     """
-    entries: List[Entry] = []
+    entries: List[Entry] = into if into is not None else []
     pos = start
     while pos + CONTAINER_HEADER.size <= end:
         if buf[pos:pos + 4] != MAGIC_BYTES:

@@ -92,26 +92,28 @@ def scan_file(path: str) -> FileScan:
         if not elf.has_cuda:
             return out
         out.cuda = True
-        sass, ptx = set(), set()
+        entries: list = []
         try:
             ranges = _fatbin_ranges(elf)
             if not ranges:
                 raise Unreadable("a fatbin segment whose containers cannot be located")
             for start, end in ranges:
-                for e in parse_entries(elf.buf, start, end):
-                    out.entries += 1
-                    out.compressed += int(e.compressed)
-                    if e.kind == KIND_ELF:
-                        sass.add(e.target)
-                    elif e.kind == KIND_PTX:
-                        ptx.add(e.target)
-                        isa = e.ptx_isa or ""
-                        if _isa_key(isa) > _isa_key(out.ptx_isa.get(e.target, "0")):
-                            out.ptx_isa[e.target] = isa
+                parse_entries(elf.buf, start, end, into=entries)
         except Unreadable as exc:
             out.unreadable = str(exc)
         except (struct.error, ValueError, IndexError) as exc:
             out.unreadable = f"a corrupt fatbin ({type(exc).__name__}: {exc})"
+        sass, ptx = set(), set()
+        for e in entries:  # what was read before an error counts too
+            out.entries += 1
+            out.compressed += int(e.compressed)
+            if e.kind == KIND_ELF:
+                sass.add(e.target)
+            elif e.kind == KIND_PTX:
+                ptx.add(e.target)
+                isa = e.ptx_isa or ""
+                if _isa_key(isa) > _isa_key(out.ptx_isa.get(e.target, "0")):
+                    out.ptx_isa[e.target] = isa
         out.sass = sorted(sass, key=_target_key)
         out.ptx = sorted(ptx, key=_target_key)
         return out
