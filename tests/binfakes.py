@@ -45,7 +45,7 @@ def build_c_lib(out: Path, soname: str, body: str = "int foo(void) { return 1; }
     out.parent.mkdir(parents=True, exist_ok=True)
     src = out.with_suffix(".c")
     src.write_text(body)
-    subprocess.run([gcc(), "-shared", "-fPIC", f"-Wl,-soname,{soname}", *extra, "-o", str(out), str(src)],
+    subprocess.run([gcc(), "-shared", "-fPIC", f"-Wl,-soname,{soname}", "-o", str(out), str(src), *extra],
                    check=True, capture_output=True, timeout=120)
     src.unlink()
     return out
@@ -91,8 +91,10 @@ def ld_so() -> str:
 
 
 def ld_list(path: Path, env: dict) -> dict:
-    """{soname: resolved real path or None} as the real loader lists the object's dependencies."""
-    res = subprocess.run([ld_so(), "--list", str(path)], capture_output=True, text=True, env=env, timeout=60)
+    """{soname: resolved real path or None} as the real loader lists the object's dependencies (the way ldd
+    asks it: LD_TRACE_LOADED_OBJECTS=1; `ld.so --list` prints nothing once a library is missing)."""
+    res = subprocess.run([ld_so(), str(path)], capture_output=True, text=True,
+                         env={**env, "LD_TRACE_LOADED_OBJECTS": "1"}, timeout=60)
     out = {}
     for line in res.stdout.splitlines():
         line = line.strip()
