@@ -129,3 +129,22 @@ def test_real_wheel_against_cuobjdump(tmp_path):
     assert res.runpath == ["$ORIGIN"]
     listed = subprocess.run([exe, "--list-elf", "--list-ptx", str(lib)], capture_output=True, text=True).stdout
     assert res.entries == len([ln for ln in listed.splitlines() if ln.strip()])
+
+
+def test_quick_section_check_agrees_with_pyelftools():
+    """The cheap check that lets files without device code skip pyelftools gives pyelftools' answer."""
+    import glob
+
+    from envdoctor.binaries.elf import open_elf, quick_has_fatbin
+
+    paths = sorted(FIX.glob("*.so")) + [Path(p) for p in sorted(glob.glob("/lib/x86_64-linux-gnu/lib*.so.*"))[:40]]
+    checked = 0
+    for p in paths:
+        if p.is_symlink() or not p.is_file():
+            continue
+        with open_elf(str(p)) as e:
+            assert quick_has_fatbin(str(p)) is e.has_cuda, p
+        checked += 1
+    assert checked >= len(list(FIX.glob("*.so")))
+    text = FIX / "kernel.cu"
+    assert quick_has_fatbin(str(text)) is None  # not ELF: left to the full reader, which says why

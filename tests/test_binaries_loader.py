@@ -11,7 +11,7 @@ import pytest
 
 from envdoctor.binaries.ldcache import LdCache, parse_cache, read_cache
 from envdoctor.binaries.loader import LoaderModel, Needer
-from envdoctor.binaries.scan import scan_file
+from envdoctor.binaries.elf import open_elf
 from envdoctor.parsers.ldconfig import parse_ldconfig_p
 from tests.binfakes import build_c_lib, build_cuda, ld_list
 
@@ -71,8 +71,13 @@ def test_old_format_cache():
     assert (entry.soname, entry.path, entry.flags_text) == ("libz.so.1", "/lib/libz.so.1", "libc6,x86-64")
 
 
+def _elf(path: Path):
+    with open_elf(str(path)) as e:
+        return e
+
+
 def _resolve(path: Path, env: dict, cache=None):
-    res = scan_file(str(path))
+    res = _elf(path)
     model = LoaderModel(env, cache if cache is not None else _system_cache())
     who = Needer(str(path), res.machine, res.elfclass, res.needed, res.rpath, res.runpath, res.nodeflib)
     return {r.soname: (os.path.realpath(r.path) if r.path else None, r.via) for r in model.resolve(who)}
@@ -104,7 +109,7 @@ def _ext(tree: Path, dtags: str) -> Path:
 
 def test_runpath_found_like_ld_so(tree):
     ext = _ext(tree, "enable")
-    assert scan_file(str(ext)).runpath == ["$ORIGIN/../lib"]
+    assert _elf(ext).runpath == ["$ORIGIN/../lib"]
     mine = _agree(ext, {})
     assert mine["libfoo.so"] == (str(tree / "lib" / "libfoo.so"), "RUNPATH")
 
@@ -116,7 +121,7 @@ def test_ld_library_path_shadows_runpath_like_ld_so(tree):
 
 def test_rpath_wins_over_ld_library_path_like_ld_so(tree):
     ext = _ext(tree, "disable")
-    assert scan_file(str(ext)).rpath == ["$ORIGIN/../lib"] and scan_file(str(ext)).runpath == []
+    assert _elf(ext).rpath == ["$ORIGIN/../lib"] and _elf(ext).runpath == []
     mine = _agree(ext, {"LD_LIBRARY_PATH": str(tree / "other")})
     assert mine["libfoo.so"] == (str(tree / "lib" / "libfoo.so"), "RPATH")
 

@@ -11,6 +11,7 @@ import errno
 import mmap
 import os
 import stat
+import struct
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
@@ -19,6 +20,7 @@ from envdoctor.binaries import Unreadable
 ELF_MAGIC = b"\x7fELF"
 FATBIN_SECTIONS = (".nv_fatbin", ".nvFatBinSegment")
 DF_1_NODEFLIB = 0x800
+MAX_NAMES = 1024 * 1024  # bytes of section names read by quick_has_fatbin
 
 
 @dataclass
@@ -61,9 +63,9 @@ class ElfFile:
 
 
 def file_key(path: str) -> Tuple[str, int, int, int]:
-    """(real path, size, mtime_ns, inode): what a cached answer for `path` is valid for; Unreadable if none."""
+    """(path, size, mtime_ns, inode): what a cached answer for `path` is valid for; Unreadable if none."""
     st = _stat(path)
-    return (os.path.realpath(path), st.st_size, st.st_mtime_ns, st.st_ino)
+    return (os.path.abspath(path), st.st_size, st.st_mtime_ns, st.st_ino)
 
 
 def _stat(path: str) -> os.stat_result:
@@ -82,6 +84,45 @@ def _stat(path: str) -> os.stat_result:
 
 def _split_paths(value: str) -> List[str]:
     return [p for p in value.split(":") if p]
+
+
+def quick_has_fatbin(path: str) -> Optional[bool]:
+    """Does the file have a fatbin section? From three small reads (ELF header, the section name table's
+    header, the name table) without pyelftools: the cheap answer for the many files with no device code.
+    None when it cannot tell (not ELF, odd tables): the caller then reads the file properly."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        head = os.pread(fd, 64, 0)
+        if len(head) < 52 or head[:4] != ELF_MAGIC or head[4] not in (1, 2) or head[5] not in (1, 2):
+            return None
+        e = "<" if head[5] == 1 else ">"
+        if head[4] == 2:
+            shoff, = struct.unpack_from(e + "Q", head, 40)
+            shentsize, shnum, shstrndx = struct.unpack_from(e + "HHH", head, 58)
+            sh_fmt, off_at = e + "QQ", 24  # sh_offset, sh_size
+        else:
+            shoff, = struct.unpack_from(e + "I", head, 32)
+            shentsize, shnum, shstrndx = struct.unpack_from(e + "HHH", head, 46)
+            sh_fmt, off_at = e + "II", 16
+        if not shoff or not shnum or shstrndx >= shnum or shentsize < off_at + struct.calcsize(sh_fmt):
+            return None
+        sh = os.pread(fd, shentsize, shoff + shstrndx * shentsize)
+        if len(sh) < shentsize:
+            return None
+        off, size = struct.unpack_from(sh_fmt, sh, off_at)
+        if size == 0 or size > MAX_NAMES:
+            return None
+        names = os.pread(fd, size, off)
+        if len(names) < size:
+            return None
+        return any(n.encode() + b"\0" in names for n in FATBIN_SECTIONS)
+    except (OSError, struct.error, OverflowError, ValueError):
+        return None
+    finally:
+        os.close(fd)
 
 
 def open_elf(path: str) -> ElfFile:
@@ -169,4 +210,4 @@ def expand_origin(entry: str, origin: str) -> Optional[str]:
     return os.path.normpath(value)
 
 
-__all__ = ["ElfFile", "Section", "open_elf", "expand_origin", "file_key", "FATBIN_SECTIONS"]
+__all__ = ["ElfFile", "Section", "open_elf", "quick_has_fatbin", "expand_origin", "file_key", "FATBIN_SECTIONS"]

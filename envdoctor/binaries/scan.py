@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from envdoctor.binaries import Unreadable
-from envdoctor.binaries.elf import ElfFile, file_key, open_elf
+from envdoctor.binaries.elf import ElfFile, file_key, open_elf, quick_has_fatbin
 from envdoctor.binaries.fatbin import KIND_ELF, KIND_PTX, parse_entries
 
 CACHE_FORMAT = 1
@@ -83,6 +83,8 @@ def _fatbin_ranges(elf: ElfFile):
 def scan_file(path: str) -> FileScan:
     """Read one file; an unreadable one comes back with `unreadable` set to the reason (never raises)."""
     try:
+        if quick_has_fatbin(path) is False:
+            return FileScan()  # a plain shared object: nothing more to know about it
         elf = open_elf(path)
     except Unreadable as exc:
         return FileScan(unreadable=str(exc))
@@ -125,6 +127,7 @@ class BinaryCache:
     def __init__(self, path: Optional[Path]) -> None:
         self.path = path
         self.data: Dict[str, dict] = {}
+        self.records: Dict[str, dict] = {}  # RECORD path -> {"key": [size, mtime_ns, inode], "value": ...}
         self.hits = 0
         self.misses = 0
         self.dirty = False
@@ -134,6 +137,8 @@ class BinaryCache:
                     raw = json.load(fh)
                 if isinstance(raw, dict) and raw.get("format") == CACHE_FORMAT and isinstance(raw.get("files"), dict):
                     self.data = raw["files"]
+                    if isinstance(raw.get("records"), dict):
+                        self.records = raw["records"]
             except (OSError, ValueError):
                 pass
 
@@ -157,6 +162,21 @@ class BinaryCache:
         self.dirty = True
         return res
 
+    def record(self, path: str, compute):
+        """`compute(path)` for a dist's RECORD file (JSON-able), from the cache while the file is unchanged."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return compute(path)
+        key = [st.st_size, st.st_mtime_ns, st.st_ino]
+        hit = self.records.get(path)
+        if isinstance(hit, dict) and hit.get("key") == key and "value" in hit:
+            return hit["value"]
+        value = compute(path)
+        self.records[path] = {"key": key, "value": value}
+        self.dirty = True
+        return value
+
     def save(self) -> None:
         if self.path is None or not self.dirty:
             return
@@ -166,7 +186,10 @@ class BinaryCache:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"format": CACHE_FORMAT, "files": files}), encoding="utf-8")
+            records = self.records
+            if len(records) > CACHE_MAX_ENTRIES:
+                records = dict(list(records.items())[-CACHE_MAX_ENTRIES:])
+            tmp.write_text(json.dumps({"format": CACHE_FORMAT, "files": files, "records": records}), encoding="utf-8")
             os.replace(tmp, self.path)
         except OSError:
             pass  # an unwritable cache only means scanning again next time
