@@ -65,6 +65,30 @@ def _verdicts(ctx, files: List[CudaBinary], cc: str):
             if (b.sass or b.ptx) and not b.unreadable]
 
 
+def _judged_packages(ctx, wanted: str):
+    """(cc, gpus of that cc, package label, package name for a fix, [(binary, Verdict)]) per package and GPU
+    group whose best is `wanted`: "sass" when a cubin of the package runs there, else "ptx" when its PTX can,
+    else "none"."""
+    binaries = ctx.snap.binaries.binaries
+    if not binaries:
+        return
+    groups = _package_groups(binaries)
+    for cc, gpus in sorted(_gpu_groups(ctx).items()):
+        for key, files in groups.items():
+            verdicts = _verdicts(ctx, files, cc)
+            if not verdicts:
+                continue
+            kinds = {v.kind for _, v in verdicts}
+            best = "sass" if "sass" in kinds else "ptx" if "ptx" in kinds else "none"
+            if best == wanted:
+                yield cc, gpus, _label(key, files), key[0] if files[0].package else "this extension", verdicts
+
+
+def _file_evidence(b: CudaBinary) -> EvidenceItem:
+    ptx = " ".join(f"{t} (ISA {b.ptx_isa.get(t, '?')})" for t in b.ptx) or "-"
+    return EvidenceItem(b.path, f"SASS {' '.join(b.sass) or '-'}; PTX {ptx}", "probe:binaries")
+
+
 def _gpus_text(gpus, cc: str) -> str:
     if len(gpus) == 1:
         return gpu_label(gpus[0], cc)
@@ -104,37 +128,26 @@ An extension built with -gencode arch=compute_80,code=sm_80 on a GeForce RTX 208
     ],
 )
 def binary_no_kernel(ctx, r):
-    binaries = ctx.snap.binaries.binaries
-    if not binaries:
-        return []
     out = []
-    for cc, gpus in sorted(_gpu_groups(ctx).items()):
-        for key, files in _package_groups(binaries).items():
-            verdicts = _verdicts(ctx, files, cc)
-            if not verdicts or any(v.kind in ("sass", "ptx") for _, v in verdicts):
-                continue
-            judged = [b for b, _ in verdicts]
-            label = _label(key, files)
-            too_new = sorted({t for _, v in verdicts for t in v.too_new_ptx})
-            msg = (f"{label}: no kernel for {_gpus_text(gpus, cc)}: {_files_text(judged)} "
-                   f"{'carries' if len(judged) == 1 else 'carry'} {_has(judged)}.")
-            ev = [EvidenceItem(f"{b.path}", f"SASS {' '.join(b.sass) or '-'}; PTX "
-                               + (" ".join(f"{t} (ISA {b.ptx_isa.get(t, '?')})" for t in b.ptx) or "-"),
-                               "probe:binaries") for b in judged[:SHOWN_FILES]]
-            ev.append(EvidenceItem("compatibility rules", "sm_XY: same major, minor >= Y; sm_XYa: exactly X.Y; "
-                                   "sm_XYf: same major, minor >= Y; compute_XY: JIT for >= X.Y",
-                                   _source("target:sass:")))
-            if too_new:
-                msg += (f" Its PTX ({', '.join(too_new)}) fits the GPU but is newer than this driver "
-                        f"(CUDA {ctx.snap.driver.cuda_version}) can JIT-compile.")
-            sm = "sm_" + cc.replace(".", "")
-            fix = [f"Install a build of {key[0] if files[0].package else 'this extension'} that includes {sm} "
-                   f"(or PTX for compute_{cc.replace('.', '')} or older), e.g. rebuild it with "
-                   f"TORCH_CUDA_ARCH_LIST=\"{cc}\" / -gencode arch=compute_{cc.replace('.', '')},code={sm}.",
-                   "Or run it on a GPU its kernels cover: " + _has(judged) + "."]
-            if too_new:
-                fix.insert(0, "Or upgrade the NVIDIA driver so that it can JIT-compile the package's PTX.")
-            out.append(r.finding(msg, evidence=ev, fix=fix, subject=label))
+    for cc, gpus, label, name, verdicts in _judged_packages(ctx, "none"):
+        judged = [b for b, _ in verdicts]
+        too_new = sorted({t for _, v in verdicts for t in v.too_new_ptx})
+        msg = (f"{label}: no kernel for {_gpus_text(gpus, cc)}: {_files_text(judged)} "
+               f"{'carries' if len(judged) == 1 else 'carry'} {_has(judged)}.")
+        ev = [_file_evidence(b) for b in judged[:SHOWN_FILES]]
+        ev.append(EvidenceItem("compatibility rules", "sm_XY: same major, minor >= Y; sm_XYa: exactly X.Y; "
+                               "sm_XYf: same major, minor >= Y; compute_XY: JIT for >= X.Y",
+                               _source("target:sass:")))
+        if too_new:
+            msg += (f" Its PTX ({', '.join(too_new)}) fits the GPU but is newer than this driver "
+                    f"(CUDA {ctx.snap.driver.cuda_version}) can JIT-compile.")
+        xy = cc.replace(".", "")
+        fix = [f"Install a build of {name} that includes sm_{xy} (or PTX for compute_{xy} or older), e.g. rebuild "
+               f"it with TORCH_CUDA_ARCH_LIST=\"{cc}\" / -gencode arch=compute_{xy},code=sm_{xy}.",
+               "Or run it on a GPU its kernels cover: " + _has(judged) + "."]
+        if too_new:
+            fix.insert(0, "Or upgrade the NVIDIA driver so that it can JIT-compile the package's PTX.")
+        out.append(r.finding(msg, evidence=ev, fix=fix, subject=label))
     return out
 
 
@@ -161,36 +174,25 @@ first launch JIT-compiles compute_75 (PTX ISA 9.0, needs a driver for CUDA >= 13
     ],
 )
 def binary_ptx_jit_only(ctx, r):
-    binaries = ctx.snap.binaries.binaries
-    if not binaries:
-        return []
     out = []
-    for cc, gpus in sorted(_gpu_groups(ctx).items()):
-        for key, files in _package_groups(binaries).items():
-            verdicts = _verdicts(ctx, files, cc)
-            if not verdicts or any(v.kind == "sass" for _, v in verdicts) or not any(v.kind == "ptx" for _, v in verdicts):
-                continue
-            label = _label(key, files)
-            jit = [(b, v) for b, v in verdicts if v.kind == "ptx"]
-            floors = sorted({v.cuda_floor for _, v in jit if v.cuda_floor})
-            targets = sorted({t for _, v in jit for t in v.targets})
-            floor_text = (f"it needs a driver for CUDA >= {floors[-1]}" if floors
-                          else "the CUDA its PTX ISA needs is not in envdoctor's table")
-            drv = ctx.snap.driver.cuda_version
-            msg = (f"{label}: no cubin for {_gpus_text(gpus, cc)}; the driver will JIT-compile its PTX "
-                   f"({', '.join(targets)}) at the first launch: a slow first start, and {floor_text}"
-                   + (f" (this driver: CUDA {drv})." if drv else "."))
-            ev = [EvidenceItem(b.path, f"SASS {' '.join(b.sass) or '-'}; PTX "
-                               + " ".join(f"{t} (ISA {b.ptx_isa.get(t, '?')})" for t in b.ptx), "probe:binaries")
-                  for b, _ in jit[:SHOWN_FILES]]
-            for isa in sorted({b.ptx_isa.get(t, "") for b, v in jit for t in v.targets} - {""}):
-                ev.append(EvidenceItem(f"PTX ISA {isa}", f"first loaded by CUDA {load_facts().ptx_cuda.get(isa, '?')}",
-                                       _source(f"ptx:{isa}")))
-            sm = "sm_" + cc.replace(".", "")
-            out.append(r.finding(msg, evidence=ev, subject=label, fix=[
-                f"For a fast start, install a build of {key[0] if files[0].package else 'this extension'} "
-                f"with {sm} cubins (e.g. TORCH_CUDA_ARCH_LIST=\"{cc}\").",
-                "Otherwise keep the JIT cache large enough: CUDA_CACHE_MAXSIZE=4294967296."]))
+    for cc, gpus, label, name, verdicts in _judged_packages(ctx, "ptx"):
+        jit = [(b, v) for b, v in verdicts if v.kind == "ptx"]
+        floors = sorted({v.cuda_floor for _, v in jit if v.cuda_floor})
+        targets = sorted({t for _, v in jit for t in v.targets})
+        floor_text = (f"it needs a driver for CUDA >= {floors[-1]}" if floors
+                      else "the CUDA its PTX ISA needs is not in envdoctor's table")
+        drv = ctx.snap.driver.cuda_version
+        msg = (f"{label}: no cubin for {_gpus_text(gpus, cc)}; the driver will JIT-compile its PTX "
+               f"({', '.join(targets)}) at the first launch: a slow first start, and {floor_text}"
+               + (f" (this driver: CUDA {drv})." if drv else "."))
+        ev = [_file_evidence(b) for b, _ in jit[:SHOWN_FILES]]
+        for isa in sorted({b.ptx_isa.get(t, "") for b, v in jit for t in v.targets} - {""}):
+            ev.append(EvidenceItem(f"PTX ISA {isa}", f"first loaded by CUDA {load_facts().ptx_cuda.get(isa, '?')}",
+                                   _source(f"ptx:{isa}")))
+        out.append(r.finding(msg, evidence=ev, subject=label, fix=[
+            f"For a fast start, install a build of {name} with sm_{cc.replace('.', '')} cubins "
+            f"(e.g. TORCH_CUDA_ARCH_LIST=\"{cc}\").",
+            "Otherwise keep the JIT cache large enough: CUDA_CACHE_MAXSIZE=4294967296."]))
     return out
 
 
