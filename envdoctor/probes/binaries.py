@@ -7,7 +7,8 @@ shared objects under top-level entries that no RECORD claims (eggs, distro packa
 no package. Each file costs its ELF header and section header table; only one with an `.nv_fatbin`
 (or `.nvFatBinSegment`) section costs its fatbin entry headers and the resolution of its DT_NEEDED
 (envdoctor.binaries.loader: LD_PRELOAD, RPATH, LD_LIBRARY_PATH, RUNPATH, /etc/ld.so.cache read as a
-file, default dirs). Answers are cached per (path, size, mtime, inode) in `<cache root>/binaries.json`.
+file, default dirs). Answers (and each RECORD's parse) are cached per (path, size, mtime, inode) in
+`<cache root>/binaries.json`: a warm run opens no shared object and reads no RECORD.
 """
 from __future__ import annotations
 
@@ -213,10 +214,10 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
             out.incomplete = f"stopped after {time.monotonic() - start:.0f} s ({n} of {len(index.files)} shared objects read)"
             break
         try:
-            st = os.stat(local)
-            ident = (st.st_dev, st.st_ino)
+            st: Optional[os.stat_result] = os.stat(local)
+            ident: tuple = (st.st_dev, st.st_ino)
         except OSError:
-            ident = (0, local)  # unreadable: scanned below, which says why
+            st, ident = None, ("unstatable", local)  # scanned below, which says why
         if ident in seen_real:
             continue  # another name (a symlink, a hard link) of a file already read
         seen_real.add(ident)
@@ -238,7 +239,7 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
             owner = index.package_of(loader.local(r.path)) if r.path else ("", "")
             libs.append(LinkedLibrary(r.soname, r.path, r.via, " ".join(x for x in owner if x),
                                       r.searched if r.path is None else []))
-        size = st.st_size if ident[0] else 0
+        size = st.st_size if st is not None else 0
         out.binaries.append(CudaBinary(
             path=shown, package=dist, package_version=version, size=size, sass=res.sass, ptx=res.ptx,
             ptx_isa=res.ptx_isa, entries=res.entries, compressed=res.compressed, rpath=res.rpath,
