@@ -128,3 +128,30 @@ def test_warm_check_answers_from_the_cache(tmp_path):
     assert cold["from_cache"] == 0 and warm["from_cache"] == warm["scanned"] == cold["scanned"] > 0
     assert warm["binaries"] == cold["binaries"]
     assert json.loads((tmp_path / "cache" / "binaries.json").read_text())["format"] == 1
+
+
+def test_image_root_is_read_inside_the_image(tmp_path):
+    """--root: the image's site-packages and its own /etc/ld.so.cache (a real one, written by ldconfig -r);
+    nothing of the host."""
+    root = tmp_path / "image"
+    sp = root / "usr" / "lib" / "python3" / "dist-packages"
+    add_dist(sp, "myext", "1.0", {"myext/_C.so": BINFIX / "sm80_needs_libfoo.so"})
+    build_c_lib(root / "usr" / "lib" / "x86_64-linux-gnu" / "libfoo.so", "libfoo.so")
+    cudart = root / "opt" / "cuda" / "lib" / "libcudart.so.13"
+    build_c_lib(cudart, "libcudart.so.13")
+    (root / "etc").mkdir(parents=True)
+    (root / "etc" / "ld.so.conf").write_text("/opt/cuda/lib\n")
+    ldc = shutil.which("ldconfig") or "/sbin/ldconfig"
+    made = subprocess.run([ldc, "-r", str(root), "-X"], capture_output=True, text=True, timeout=120)
+    if made.returncode != 0 or not (root / "etc" / "ld.so.cache").exists():
+        pytest.skip(f"ldconfig -r cannot write the image's cache: {made.stderr.strip()[:200]}")
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
+    env["ENVDOCTOR_CACHE_DIR"] = str(tmp_path / "cache")
+    proc = _run(["probe", "--root", str(root), "--format", "json"], env)
+    assert proc.returncode == 0, proc.stderr
+    [b] = json.loads(proc.stdout)["binaries"]["binaries"]
+    assert (b["path"], b["package"], b["sass"]) == ("/usr/lib/python3/dist-packages/myext/_C.so", "myext", ["sm_80"])
+    libs = {lib["soname"]: (lib["path"], lib["via"]) for lib in b["libraries"]}
+    assert libs["libfoo.so"] == ("/usr/lib/x86_64-linux-gnu/libfoo.so", "ld.so.cache")  # ldconfig caches trusted dirs too
+    assert libs["libcudart.so.13"] == ("/opt/cuda/lib/libcudart.so.13", "ld.so.cache")
+    assert libs["libc.so.6"] == (None, "not found")  # the image has no libc: the host's is never used
