@@ -137,6 +137,7 @@ class PythonEnv:
     prefix: str = ""
     kind: str = ""  # venv | conda | system
     platform_tag: str = ""  # sysconfig.get_platform(), e.g. linux-x86_64
+    sys_path: List[str] = field(default_factory=list)  # the target's sys.path (where its distributions are)
     packages: Dict[str, str] = field(default_factory=dict)  # normalized name -> version, for GPU-relevant dists
     frameworks: List[Framework] = field(default_factory=list)
     evidence: List[Evidence] = field(default_factory=list)
@@ -156,6 +157,55 @@ class Loader:
     ld_preload: List[str] = field(default_factory=list)
     libraries: List[Library] = field(default_factory=list)
     gpu_env: Dict[str, str] = field(default_factory=dict)  # CUDA_VISIBLE_DEVICES, XLA_FLAGS, TF_* ...
+    evidence: List[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class LinkedLibrary:
+    """One DT_NEEDED soname of a CUDA binary and the file the dynamic loader would load for it."""
+
+    soname: str  # libcudart.so.12
+    path: Optional[str] = None  # None: not found anywhere the loader looks
+    via: str = ""  # LD_PRELOAD | path | RPATH | LD_LIBRARY_PATH | RUNPATH | ld.so.cache | default dirs | not found
+    package: str = ""  # the distribution whose RECORD lists that file ("nvidia-cudnn-cu12 9.10.2.21"), if any
+    searched: List[str] = field(default_factory=list)  # for a soname not found: the dirs tried, in order
+
+
+@dataclass
+class CudaBinary:
+    """A shared object carrying CUDA device code (an ELF .nv_fatbin / .nvFatBinSegment section)."""
+
+    path: str
+    package: str = ""  # the distribution whose RECORD lists the file; "" when none does
+    package_version: str = ""
+    size: int = 0
+    sass: List[str] = field(default_factory=list)  # cubin targets: sm_80, sm_90a, sm_100f
+    ptx: List[str] = field(default_factory=list)  # PTX targets: compute_90
+    ptx_isa: Dict[str, str] = field(default_factory=dict)  # PTX target -> PTX ISA version ("8.8")
+    entries: int = 0  # fatbin entries (cubins + PTX)
+    compressed: int = 0  # of which compressed
+    rpath: List[str] = field(default_factory=list)
+    runpath: List[str] = field(default_factory=list)
+    libraries: List[LinkedLibrary] = field(default_factory=list)  # every DT_NEEDED, resolved
+    unreadable: str = ""  # why its fatbin could not be read to the end ("" when it could)
+
+
+@dataclass
+class UnreadableBinary:
+    path: str
+    package: str = ""
+    reason: str = ""  # "not an ELF file", "truncated: ...", "a symbolic link loop" ...
+
+
+@dataclass
+class Binaries:
+    """The shared objects of the target environment's distributions, read from their headers (no import)."""
+
+    scanned: int = 0  # shared objects looked at
+    from_cache: int = 0  # of which answered by the cache (same path, size, mtime, inode)
+    binaries: List[CudaBinary] = field(default_factory=list)
+    unreadable: List[UnreadableBinary] = field(default_factory=list)
+    incomplete: str = ""  # why the scan stopped early (a file-count or time bound), "" when it did not
     evidence: List[Evidence] = field(default_factory=list)
 
 
@@ -183,6 +233,7 @@ class Snapshot:
     python: PythonEnv = field(default_factory=PythonEnv)
     loader: Loader = field(default_factory=Loader)
     rocm: Rocm = field(default_factory=Rocm)
+    binaries: Binaries = field(default_factory=Binaries)
     probes: List[ProbeStatus] = field(default_factory=list)
 
     # -- serialisation ---------------------------------------------------

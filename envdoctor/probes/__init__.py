@@ -21,7 +21,7 @@ from envdoctor.subproc import kill_all
 
 
 def _stages() -> List[List[Tuple[str, ProbeFn]]]:
-    from envdoctor.probes import cudnn, loader, nvidia, platform, pyenv, rocm, toolkits
+    from envdoctor.probes import binaries, cudnn, loader, nvidia, platform, pyenv, rocm, toolkits
 
     return [
         [
@@ -34,6 +34,7 @@ def _stages() -> List[List[Tuple[str, ProbeFn]]]:
         [
             ("cudnn", cudnn.probe),
             ("loader", loader.probe),
+            ("binaries", binaries.probe),
         ],
     ]
 

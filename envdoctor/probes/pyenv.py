@@ -373,6 +373,7 @@ def python_env_from(data: dict, chosen_by: str = "") -> PythonEnv:
         prefix=str(data.get("prefix") or ""),
         kind=_kind(str(data.get("prefix") or ""), str(data.get("base_prefix") or ""), data.get("real_prefix")),
         platform_tag=str(data.get("platform") or ""),
+        sys_path=[p for p in data.get("sys_path") or [] if isinstance(p, str) and p],
     )
     env.evidence.append(Evidence(
         "cmd:" + (env.executable or "python") + " -c <envdoctor pyenv helper>",

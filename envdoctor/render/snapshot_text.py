@@ -76,9 +76,28 @@ def render_snapshot_text(snap: Snapshot) -> str:
         add("LD_PRELOAD   " + " ".join(lo.ld_preload))
     for k, v in sorted(lo.gpu_env.items()):
         add(f"env          {k}={v}")
+    _binaries(snap, add)
     bad = [s for s in snap.probes if s.status != "ok"]
     if bad:
         add("Probes that could not answer:")
         for s in bad:
             add(f"  {s.name}: {s.status}" + (f" ({s.reason})" if s.reason else ""))
     return "\n".join(lines) + "\n"
+
+
+def _binaries(snap: Snapshot, add) -> None:
+    bn = snap.binaries
+    if not bn.scanned:
+        return
+    add(f"CUDA binaries {len(bn.binaries)} of {bn.scanned} shared objects carry device code"
+        + (f" ({bn.incomplete})" if bn.incomplete else ""))
+    for b in bn.binaries:
+        owner = f"{b.package} {b.package_version}".strip() or "no package"
+        ptx = " ".join(f"{t} (PTX ISA {b.ptx_isa.get(t, '?')})" for t in b.ptx) or "-"
+        add(f"  {owner}: {b.path}")
+        add(f"    SASS {' '.join(b.sass) or '-'}; PTX {ptx}" + (f"; unreadable: {b.unreadable}" if b.unreadable else ""))
+        for lib in b.libraries:
+            where = f"{lib.path} [{lib.via}]" if lib.path else "NOT FOUND"
+            add(f"    {lib.soname} -> {where}" + (f" ({lib.package})" if lib.package else ""))
+    for u in bn.unreadable:
+        add(f"  unreadable: {u.path}" + (f" ({u.package})" if u.package else "") + f": {u.reason}")

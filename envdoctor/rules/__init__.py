@@ -15,6 +15,7 @@ RULE_MODULES = (
     "cuda_driver",
     "arch",
     "python_data",
+    "binaries",
 )
 
 for _name in RULE_MODULES:

@@ -1,0 +1,198 @@
+"""One shared object's device code and links, from its headers only, with a JSON cache.
+
+`scan_file(local_path)` -> FileScan: `cuda` false for the (common) file without a fatbin section, which
+costs its ELF header and section header table; for a CUDA one the fatbin entry headers too. The cache
+(`BinaryCache`) keys each answer by (real path, size, mtime_ns, inode), so a warm `check` maps nothing.
+"""
+from __future__ import annotations
+
+import json
+import os
+import struct
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from envdoctor.binaries import Unreadable
+from envdoctor.binaries.elf import ElfFile, file_key, open_elf, quick_has_fatbin
+from envdoctor.binaries.fatbin import KIND_ELF, KIND_PTX, parse_entries
+
+CACHE_FORMAT = 1
+CACHE_MAX_ENTRIES = 100_000
+WRAPPER = struct.Struct("<IIQQ")  # __fatBinC_Wrapper_t: magic, version, fatbin address, filename/prelinked
+WRAPPER_MAGIC = 0x466243B1
+
+
+@dataclass
+class FileScan:
+    cuda: bool = False
+    machine: str = ""
+    elfclass: int = 0
+    sass: List[str] = field(default_factory=list)
+    ptx: List[str] = field(default_factory=list)
+    ptx_isa: Dict[str, str] = field(default_factory=dict)  # PTX target -> newest PTX ISA version it carries
+    entries: int = 0
+    compressed: int = 0
+    needed: List[str] = field(default_factory=list)
+    rpath: List[str] = field(default_factory=list)
+    runpath: List[str] = field(default_factory=list)
+    soname: str = ""
+    nodeflib: bool = False
+    unreadable: str = ""
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "FileScan":
+        names = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def _isa_key(v: str):
+    try:
+        return tuple(int(x) for x in v.split("."))
+    except ValueError:
+        return (0,)
+
+
+def _target_key(t: str):
+    digits = "".join(c for c in t.split("_", 1)[-1] if c.isdigit())
+    return (int(digits or 0), t)
+
+
+def _fatbin_ranges(elf: ElfFile):
+    """(start, end) byte ranges of the fatbin containers: the .nv_fatbin section, else the addresses
+    the .nvFatBinSegment wrappers point at (mapped to file offsets through the section table)."""
+    sec = elf.sections.get(".nv_fatbin")
+    if sec is not None and sec.type != "SHT_NOBITS":
+        return [(sec.offset, sec.offset + sec.size)]
+    seg = elf.sections.get(".nvFatBinSegment")
+    out = []
+    if seg is None or seg.type == "SHT_NOBITS":
+        return out
+    buf = elf.buf
+    for at in range(seg.offset, min(seg.offset + seg.size, elf.size) - WRAPPER.size + 1, WRAPPER.size):
+        magic, _, addr, _ = WRAPPER.unpack_from(buf, at)
+        if magic != WRAPPER_MAGIC:
+            continue
+        for s in elf.sections.values():
+            if s.type != "SHT_NOBITS" and s.addr and s.addr <= addr < s.addr + s.size:
+                out.append((s.offset + addr - s.addr, s.offset + s.size))
+                break
+    return out
+
+
+def scan_file(path: str) -> FileScan:
+    """Read one file; an unreadable one comes back with `unreadable` set to the reason (never raises)."""
+    try:
+        if quick_has_fatbin(path) is False:
+            return FileScan()  # a plain shared object: nothing more to know about it
+        elf = open_elf(path)
+    except Unreadable as exc:
+        return FileScan(unreadable=str(exc))
+    with elf:
+        out = FileScan(machine=elf.machine, elfclass=elf.elfclass, needed=list(elf.needed), rpath=list(elf.rpath),
+                       runpath=list(elf.runpath), soname=elf.soname, nodeflib=elf.nodeflib)
+        if not elf.has_cuda:
+            return out
+        out.cuda = True
+        entries: list = []
+        try:
+            ranges = _fatbin_ranges(elf)
+            if not ranges:
+                raise Unreadable("a fatbin segment whose containers cannot be located")
+            for start, end in ranges:
+                parse_entries(elf.buf, start, end, into=entries)
+        except Unreadable as exc:
+            out.unreadable = str(exc)
+        except (struct.error, ValueError, IndexError) as exc:
+            out.unreadable = f"a corrupt fatbin ({type(exc).__name__}: {exc})"
+        sass, ptx = set(), set()
+        for e in entries:  # what was read before an error counts too
+            out.entries += 1
+            out.compressed += int(e.compressed)
+            if e.kind == KIND_ELF:
+                sass.add(e.target)
+            elif e.kind == KIND_PTX:
+                ptx.add(e.target)
+                isa = e.ptx_isa or ""
+                if _isa_key(isa) > _isa_key(out.ptx_isa.get(e.target, "0")):
+                    out.ptx_isa[e.target] = isa
+        out.sass = sorted(sass, key=_target_key)
+        out.ptx = sorted(ptx, key=_target_key)
+        return out
+
+
+class BinaryCache:
+    """Answers of scan_file kept as JSON under the user cache: `<cache root>/binaries.json`."""
+
+    def __init__(self, path: Optional[Path]) -> None:
+        self.path = path
+        self.data: Dict[str, dict] = {}
+        self.records: Dict[str, dict] = {}  # RECORD path -> {"key": [size, mtime_ns, inode], "value": ...}
+        self.hits = 0
+        self.misses = 0
+        self.dirty = False
+        if path is not None:
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    raw = json.load(fh)
+                if isinstance(raw, dict) and raw.get("format") == CACHE_FORMAT and isinstance(raw.get("files"), dict):
+                    self.data = raw["files"]
+                    if isinstance(raw.get("records"), dict):
+                        self.records = raw["records"]
+            except (OSError, ValueError):
+                pass
+
+    def scan(self, path: str) -> FileScan:
+        try:
+            real, size, mtime, ino = file_key(path)
+        except Unreadable as exc:
+            return FileScan(unreadable=str(exc))
+        key = [size, mtime, ino]
+        hit = self.data.get(real)
+        if isinstance(hit, dict) and hit.get("key") == key and isinstance(hit.get("scan"), dict):
+            try:
+                res = FileScan.from_dict(hit["scan"])
+                self.hits += 1
+                return res
+            except TypeError:
+                pass
+        self.misses += 1
+        res = scan_file(path)
+        self.data[real] = {"key": key, "scan": asdict(res)}
+        self.dirty = True
+        return res
+
+    def record(self, path: str, compute):
+        """`compute(path)` for a dist's RECORD file (JSON-able), from the cache while the file is unchanged."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return compute(path)
+        key = [st.st_size, st.st_mtime_ns, st.st_ino]
+        hit = self.records.get(path)
+        if isinstance(hit, dict) and hit.get("key") == key and "value" in hit:
+            return hit["value"]
+        value = compute(path)
+        self.records[path] = {"key": key, "value": value}
+        self.dirty = True
+        return value
+
+    def save(self) -> None:
+        if self.path is None or not self.dirty:
+            return
+        files = self.data
+        if len(files) > CACHE_MAX_ENTRIES:
+            files = dict(list(files.items())[-CACHE_MAX_ENTRIES:])
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+            records = self.records
+            if len(records) > CACHE_MAX_ENTRIES:
+                records = dict(list(records.items())[-CACHE_MAX_ENTRIES:])
+            tmp.write_text(json.dumps({"format": CACHE_FORMAT, "files": files, "records": records}), encoding="utf-8")
+            os.replace(tmp, self.path)
+        except OSError:
+            pass  # an unwritable cache only means scanning again next time
+
+
+__all__ = ["FileScan", "BinaryCache", "scan_file"]

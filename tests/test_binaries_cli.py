@@ -1,0 +1,157 @@
+"""Through the real CLI: `envdoctor probe` lists the CUDA binaries of a venv, `envdoctor check` judges them
+against the GPU a fake nvidia-smi reports (ED250 no kernel, ED251 JIT only, ED650 missing library)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.binfakes import FIX as BINFIX
+from tests.binfakes import add_dist, build_c_lib, build_cuda, fake_venv
+from tests.fakes import FIX, make_exe
+
+BANNER = FIX / "nvidia" / "smi_595.71.05_rtx5090.txt"  # real: driver 595.71.05, CUDA 13.2, one GPU
+# What the probe's `nvidia-smi --query-gpu=index,name,compute_cap,memory.total,pci.bus_id,uuid,driver_version
+# --format=csv,noheader,nounits` prints for one GPU of the given name and compute capability.
+QUERY = "0, {name}, {cc}, 15360, 00000000:00:1E.0, GPU-0b0e2a9c-0000-0000-0000-000000000000, 595.71.05\n"
+GPUS = {"7.5": "Tesla T4", "8.6": "NVIDIA A10"}
+BINARY_RULES = ("ED250", "ED251", "ED650")
+
+
+def _no_real_driver():
+    if os.path.exists("/proc/driver/nvidia/version") or os.path.exists("/dev/nvidiactl"):
+        pytest.skip("this machine has an NVIDIA driver: NVML would report its real GPUs, not the fake one")
+
+
+def _extension(tmp_path: Path, name: str, gencodes):
+    """The extension compiled here by nvcc, else the prebuilt fixture made by the same command line."""
+    if shutil.which("nvcc"):
+        return build_cuda(tmp_path / "build" / name, gencodes)
+    return BINFIX / name
+
+
+def _machine(tmp_path: Path, so: Path, cc: str):
+    _no_real_driver()
+    venv = tmp_path / "venv"
+    sp = fake_venv(venv, "myext", "1.0", {"myext/_C.cpython-311-x86_64-linux-gnu.so": so})
+    # the CUDA runtime the extension needs, from a wheel-like dir on LD_LIBRARY_PATH (a stand-in built here)
+    cudart = sp / "nvidia" / "cuda_runtime" / "lib" / "libcudart.so.13"
+    build_c_lib(cudart, "libcudart.so.13")
+    add_dist(sp, "nvidia-cuda-runtime", "13.0.96", {"nvidia/cuda_runtime/lib/libcudart.so.13": None})
+    bindir = tmp_path / "bin"
+    q = tmp_path / "query.csv"
+    q.write_text(QUERY.format(name=GPUS[cc], cc=cc))
+    make_exe(bindir / "nvidia-smi", f'case "$1" in --query-gpu=*) cat "{q}"; exit 0;; esac\ncat "{BANNER}"')
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "LD_PRELOAD")}
+    env.update(PATH=f"{bindir}:{env.get('PATH', '/usr/bin:/bin')}", ENVDOCTOR_CACHE_DIR=str(tmp_path / "cache"),
+               LD_LIBRARY_PATH=str(cudart.parent))
+    return venv, env
+
+
+def _run(args, env):
+    return subprocess.run([sys.executable, "-m", "envdoctor", *args], capture_output=True, text=True, env=env,
+                          timeout=300, cwd=str(Path(__file__).parent.parent))
+
+
+def _check(venv, env, *extra):
+    proc = _run(["check", "--python", str(venv / "bin" / "python"), "--format", "json", *extra], env)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "Traceback" not in proc.stderr
+    report = json.loads(proc.stdout)
+    return [f for f in report["findings"] if f["id"] in BINARY_RULES], report
+
+
+def test_sm80_extension_on_sm75_gpu_is_an_error(tmp_path):
+    venv, env = _machine(tmp_path, _extension(tmp_path, "sm80.so", ["arch=compute_80,code=sm_80"]), "7.5")
+    found, _ = _check(venv, env)
+    assert [(f["id"], f["severity"]) for f in found] == [("ED250", "error")]
+    msg = found[0]["message"]
+    assert "myext 1.0" in msg and "sm_80" in msg and "7.5" in msg and "Tesla T4" in msg
+    assert "_C.cpython-311-x86_64-linux-gnu.so" in msg
+
+
+def test_sm80_with_compute75_ptx_on_sm75_gpu_is_a_jit_warning(tmp_path):
+    so = _extension(tmp_path, "sm80_ptx75.so", ["arch=compute_80,code=sm_80", "arch=compute_75,code=compute_75"])
+    venv, env = _machine(tmp_path, so, "7.5")
+    found, _ = _check(venv, env)
+    assert [(f["id"], f["severity"]) for f in found] == [("ED251", "warning")]
+    msg = found[0]["message"]
+    assert "myext 1.0" in msg and "compute_75" in msg and "JIT" in msg and "CUDA >= 13.0" in msg
+
+
+def test_sm80_extension_on_sm86_gpu_is_clean(tmp_path):
+    venv, env = _machine(tmp_path, _extension(tmp_path, "sm80.so", ["arch=compute_80,code=sm_80"]), "8.6")
+    found, report = _check(venv, env)
+    assert found == []
+    assert not [f for f in report["findings"] if f["severity"] == "error"]
+
+
+def test_probe_lists_binaries_per_package_with_resolved_libraries(tmp_path):
+    venv, env = _machine(tmp_path, BINFIX / "sm80_ptx75.so", "7.5")
+    proc = _run(["probe", "--python", str(venv / "bin" / "python"), "--format", "json"], env)
+    assert proc.returncode == 0, proc.stderr
+    bn = json.loads(proc.stdout)["binaries"]
+    [b] = bn["binaries"]
+    assert (b["package"], b["package_version"], b["sass"], b["ptx"], b["ptx_isa"]) == \
+        ("myext", "1.0", ["sm_80"], ["compute_75"], {"compute_75": "9.0"})
+    libs = {lib["soname"]: lib for lib in b["libraries"]}
+    cudart = libs["libcudart.so.13"]
+    assert cudart["via"] == "LD_LIBRARY_PATH" and cudart["package"] == "nvidia-cuda-runtime 13.0.96"
+    assert cudart["path"].endswith("nvidia/cuda_runtime/lib/libcudart.so.13")
+    home = os.path.expanduser("~")
+    if str(tmp_path).startswith(home + "/"):
+        assert home not in proc.stdout  # paths are redacted like the rest of the snapshot
+    text = _run(["probe", "--python", str(venv / "bin" / "python")], env).stdout
+    assert "myext 1.0:" in text and "SASS sm_80; PTX compute_75 (PTX ISA 9.0)" in text
+
+
+def test_missing_library_is_an_error_naming_the_file(tmp_path):
+    """The extension needs libfoo.so through RUNPATH $ORIGIN/../lib, which holds nothing."""
+    venv, env = _machine(tmp_path, BINFIX / "sm80_needs_libfoo.so", "8.6")
+    found, _ = _check(venv, env)
+    assert [(f["id"], f["severity"]) for f in found] == [("ED650", "error")]
+    msg = found[0]["message"]
+    assert "libfoo.so" in msg and "_C.cpython-311-x86_64-linux-gnu.so" in msg and "myext 1.0" in msg
+    assert "libcudart" not in msg
+
+
+def test_warm_check_answers_from_the_cache(tmp_path):
+    venv, env = _machine(tmp_path, BINFIX / "sm80.so", "8.6")
+    args = ["probe", "--python", str(venv / "bin" / "python"), "--format", "json"]
+    cold = json.loads(_run(args, env).stdout)["binaries"]
+    warm = json.loads(_run(args, env).stdout)["binaries"]
+    assert cold["from_cache"] == 0 and warm["from_cache"] == warm["scanned"] == cold["scanned"] > 0
+    assert warm["binaries"] == cold["binaries"]
+    assert json.loads((tmp_path / "cache" / "binaries.json").read_text())["format"] == 1
+
+
+def test_image_root_is_read_inside_the_image(tmp_path):
+    """--root: the image's site-packages and its own /etc/ld.so.cache (a real one, written by ldconfig -r);
+    nothing of the host."""
+    root = tmp_path / "image"
+    sp = root / "usr" / "lib" / "python3" / "dist-packages"
+    add_dist(sp, "myext", "1.0", {"myext/_C.so": BINFIX / "sm80_needs_libfoo.so"})
+    build_c_lib(root / "usr" / "lib" / "x86_64-linux-gnu" / "libfoo.so", "libfoo.so")
+    cudart = root / "opt" / "cuda" / "lib" / "libcudart.so.13"
+    build_c_lib(cudart, "libcudart.so.13")
+    (root / "etc").mkdir(parents=True)
+    (root / "etc" / "ld.so.conf").write_text("/opt/cuda/lib\n")
+    ldc = shutil.which("ldconfig") or "/sbin/ldconfig"
+    made = subprocess.run([ldc, "-r", str(root), "-X"], capture_output=True, text=True, timeout=120)
+    if made.returncode != 0 or not (root / "etc" / "ld.so.cache").exists():
+        pytest.skip(f"ldconfig -r cannot write the image's cache: {made.stderr.strip()[:200]}")
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
+    env["ENVDOCTOR_CACHE_DIR"] = str(tmp_path / "cache")
+    proc = _run(["probe", "--root", str(root), "--format", "json"], env)
+    assert proc.returncode == 0, proc.stderr
+    [b] = json.loads(proc.stdout)["binaries"]["binaries"]
+    assert (b["path"], b["package"], b["sass"]) == ("/usr/lib/python3/dist-packages/myext/_C.so", "myext", ["sm_80"])
+    libs = {lib["soname"]: (lib["path"], lib["via"]) for lib in b["libraries"]}
+    assert libs["libfoo.so"] == ("/usr/lib/x86_64-linux-gnu/libfoo.so", "ld.so.cache")  # ldconfig caches trusted dirs too
+    assert libs["libcudart.so.13"] == ("/opt/cuda/lib/libcudart.so.13", "ld.so.cache")
+    assert libs["libc.so.6"] == (None, "not found")  # the image has no libc: the host's is never used

@@ -1,0 +1,105 @@
+"""ED250 / ED251 / ED650 on snapshots, and NVIDIA's compatibility rules as the data states them."""
+from __future__ import annotations
+
+import pytest
+
+from envdoctor.binaries.compat import judge, load_facts, runs
+from envdoctor.snapshot import CudaBinary, LinkedLibrary
+from tests.rules.helpers import by_id, check
+from tests.snapfactory import machine
+
+RULES = ("ED250", "ED251", "ED650")
+
+
+def _bin(sass=(), ptx=(), isa="9.0", package="flash-attn", version="2.7.4", path=None, libs=()):
+    return CudaBinary(path=path or f"/venv/site-packages/{package}/_C.so", package=package, package_version=version,
+                      sass=list(sass), ptx=list(ptx), ptx_isa={t: isa for t in ptx}, libraries=list(libs))
+
+
+def _snap(gpus, binaries, driver_cuda="13.0", driver="580.126.09"):
+    snap = machine(driver=driver, driver_cuda=driver_cuda, gpus=gpus)
+    snap.binaries.binaries = list(binaries)
+    return snap
+
+
+@pytest.mark.parametrize("target, cc, expected", [
+    ("sm_80", (8, 0), True), ("sm_80", (8, 6), True), ("sm_80", (7, 5), False), ("sm_80", (9, 0), False),
+    ("sm_90a", (9, 0), True), ("sm_100a", (10, 3), False),
+    ("sm_100f", (10, 0), True), ("sm_100f", (10, 3), True), ("sm_100f", (11, 0), False), ("sm_100f", (12, 0), False),
+    ("compute_75", (7, 5), True), ("compute_75", (12, 0), True), ("compute_80", (7, 5), False),
+    ("compute_90a", (9, 0), True), ("compute_90a", (10, 0), False),
+    ("compute_100f", (10, 3), True), ("compute_100f", (12, 0), False),
+])
+def test_rules_from_the_data(target, cc, expected):
+    assert runs(target, cc) is expected
+
+
+def test_every_rule_row_and_ptx_row_cites_nvidia():
+    facts = load_facts()
+    assert len(facts.runs_on) == 6 and facts.ptx_cuda["9.0"] == "13.0" and facts.ptx_cuda["8.8"] == "12.9"
+    assert all(src.startswith("https://docs.nvidia.com/") for src in facts.sources.values())
+
+
+def test_ptx_newer_than_the_driver_does_not_count():
+    v = judge(["sm_80"], ["compute_75"], {"compute_75": "9.0"}, (7, 5), "12.4")
+    assert (v.kind, v.too_new_ptx) == ("none", ["compute_75"])
+
+
+def test_no_kernel_names_package_files_and_archs():
+    snap = _snap(["Tesla T4:7.5"], [_bin(["sm_80", "sm_90"])])
+    [f] = by_id(check(snap, RULES), "ED250")
+    assert f.severity == "error"
+    assert "flash-attn 2.7.4" in f.message and "sm_80, sm_90 (no PTX)" in f.message and "7.5" in f.message
+    assert "/venv/site-packages/flash-attn/_C.so" in f.message
+
+
+def test_one_file_with_a_kernel_is_enough_for_the_package():
+    snap = _snap(["Tesla T4:7.5"], [_bin(["sm_90a"], path="/v/a.so"), _bin(["sm_75"], path="/v/b.so")])
+    assert check(snap, RULES) == []
+
+
+def test_ptx_too_new_for_the_driver_is_an_error_saying_so():
+    snap = _snap(["Tesla T4:7.5"], [_bin(["sm_80"], ["compute_75"])], driver_cuda="12.4", driver="550.54.15")
+    [f] = by_id(check(snap, RULES), "ED250")
+    assert "newer than this driver (CUDA 12.4)" in f.message
+    assert any("upgrade the NVIDIA driver" in x for x in f.fix)
+
+
+def test_jit_warning_with_the_driver_floor():
+    snap = _snap(["NVIDIA GeForce RTX 5090:12.0"], [_bin(["sm_80", "sm_90"], ["compute_90"], isa="8.8")])
+    [f] = by_id(check(snap, RULES), "ED251")
+    assert f.severity == "warning" and "compute_90" in f.message and "CUDA >= 12.9" in f.message
+    assert by_id(check(snap, RULES), "ED250") == []
+
+
+def test_each_gpu_of_a_mixed_machine_is_judged():
+    snap = _snap(["NVIDIA A100-SXM4-80GB:8.0", "Tesla T4:7.5"], [_bin(["sm_80"])])
+    found = check(snap, RULES)
+    assert [(f.id, "7.5" in f.message) for f in found] == [("ED250", True)]
+
+
+def test_arch_specific_only_build_on_another_gpu_of_that_major():
+    snap = _snap(["NVIDIA H20:9.0", "NVIDIA B200:10.0"], [_bin(["sm_90a"], package="flashmla")])
+    [f] = by_id(check(snap, RULES), "ED250")
+    assert "10.0" in f.message and "sm_90a" in f.message
+
+
+def test_no_gpu_no_arch_finding():
+    snap = _snap([], [_bin(["sm_80"])])
+    assert by_id(check(snap, RULES), "ED250") == []
+
+
+def test_missing_library_names_file_and_soname():
+    libs = [LinkedLibrary("libcudart.so.12", "/usr/lib/libcudart.so.12", "ld.so.cache"),
+            LinkedLibrary("libcudnn.so.8", None, "not found", searched=["/venv/nvidia/cudnn/lib", "ld.so.cache"])]
+    snap = _snap(["NVIDIA A10:8.6"], [_bin(["sm_86"], libs=libs)])
+    [f] = check(snap, RULES)
+    assert (f.id, f.severity) == ("ED650", "error")
+    assert "libcudnn.so.8" in f.message and "/venv/site-packages/flash-attn/_C.so" in f.message
+    assert "libcudart" not in f.message
+
+
+def test_driver_library_missing_without_a_driver_is_left_to_the_driver_rules():
+    libs = [LinkedLibrary("libcuda.so.1", None, "not found")]
+    snap = _snap([], [_bin(["sm_86"], libs=libs)], driver=None, driver_cuda=None)
+    assert by_id(check(snap, RULES), "ED650") == []
