@@ -68,6 +68,7 @@ def run_probes(ctx: ProbeContext, stages: Sequence[Sequence[Tuple[str, ProbeFn]]
         try:
             futures = [pool.submit(_run_one, name, fn, ctx, snap) for name, fn in stage]
             statuses.extend(f.result() for f in futures)
+            snap.probes = list(statuses)  # a later stage can tell a skipped earlier probe from a failed one
         except KeyboardInterrupt:
             kill_all()  # the probes' commands run in their own sessions: end them now, not at their timeouts
             raise

@@ -26,7 +26,7 @@ from envdoctor.binaries.ldcache import LdCache, read_cache
 from envdoctor.binaries.loader import LoaderModel, Needer
 from envdoctor.binaries.scan import BinaryCache
 from envdoctor.parsers.cuda_version import parse_dist_info_name
-from envdoctor.probes.base import ProbeContext, ProbeUnknown
+from envdoctor.probes.base import ProbeContext, ProbeSkipped, ProbeUnknown
 from envdoctor.probes.toolkits import resolve_path, site_package_dirs
 from envdoctor.snapshot import Binaries, CudaBinary, Evidence, LinkedLibrary, Snapshot, UnreadableBinary
 
@@ -187,6 +187,8 @@ def _loader(ctx: ProbeContext, snap: Snapshot, evidence: List[Evidence]) -> Load
 def probe(ctx: ProbeContext, snap: Snapshot) -> None:
     dirs, how = _search_dirs(ctx, snap)
     if not dirs:
+        if any(p.name == "python" and p.status == "skipped" for p in snap.probes):
+            raise ProbeSkipped("no target Python environment to read (the python probe did not look)")
         raise ProbeUnknown("no target Python environment to read (the python probe found none)")
     start = time.monotonic()
     deadline = start + max(30.0, ctx.timeout * TIME_BOUND_FACTOR)
