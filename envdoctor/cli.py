@@ -124,7 +124,42 @@ def probe(python_path, root_dir, snapshot_file, timeout, fmt, output, no_redact)
         emit(render_snapshot_text(Snapshot.from_dict(data)), output)
 
 
+def _on_signal(signum: int, frame) -> None:
+    """SIGTERM / SIGHUP / SIGINT: kill the running commands (and refuse new ones), then end with 128+n
+    (SIGINT goes on as KeyboardInterrupt, so onboard records the interrupted step; exit 130).
+    A second signal while that unwinds ends envdoctor at once."""
+    import signal
+
+    from envdoctor import subproc
+
+    first = not subproc.closing()
+    subproc.shutdown()
+    if not first:
+        os._exit(128 + signum)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    try:
+        os.write(2, f"envdoctor: stopped by {signal.Signals(signum).name}; its commands were killed\n".encode())
+    except OSError:
+        pass
+    raise SystemExit(128 + signum)
+
+
+def install_signal_handlers() -> None:
+    """Children never outlive envdoctor: see envdoctor.subproc. A signal the caller ignores (nohup) stays ignored."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for name in ("SIGTERM", "SIGHUP", "SIGINT"):
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) in (signal.SIG_DFL, signal.default_int_handler):
+            signal.signal(sig, _on_signal)
+
+
 def main(argv: Optional[list] = None) -> None:
+    install_signal_handlers()
     try:
         rc = cli.main(args=argv, prog_name="envdoctor", standalone_mode=False)
     except click.exceptions.Abort as exc:
