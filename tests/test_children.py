@@ -1,0 +1,103 @@
+"""Children never outlive envdoctor (issue 11): a hanging nvidia-smi is killed when envdoctor is stopped
+by SIGTERM / SIGHUP / SIGINT / SIGKILL, and when it exits with a command still running."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.fakes import make_exe
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or a zombie (dead, waiting for a parent that is not envdoctor any more)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def _wait_for(cond, within: float) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return cond()
+
+
+def _hanging_smi(tmp_path: Path) -> Path:
+    """A fake nvidia-smi that writes its PID and hangs (a GPU fallen off the bus)."""
+    pidfile = tmp_path / "smi.pid"
+    make_exe(tmp_path / "bin" / "nvidia-smi", f"echo $$ > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; exec sleep 300")
+    return pidfile
+
+
+def _start(tmp_path: Path, *args: str) -> subprocess.Popen:
+    env = dict(os.environ, PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}", PYTHONPATH=str(REPO))
+    return subprocess.Popen([sys.executable, "-m", "envdoctor", *args], env=env, cwd=str(tmp_path),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _smi_pid(proc: subprocess.Popen, pidfile: Path) -> int:
+    if not _wait_for(pidfile.exists, 120):
+        proc.kill()
+        pytest.fail("the fake nvidia-smi never started: " + proc.communicate()[1])
+    return int(pidfile.read_text())
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGINT, 130)])
+def test_signal_kills_the_hanging_child_and_exits_128_plus_n(tmp_path, sig, code):
+    pidfile = _hanging_smi(tmp_path)
+    proc = _start(tmp_path, "check", "--timeout", "300")
+    pid = _smi_pid(proc, pidfile)
+    proc.send_signal(sig)
+    try:
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if not _gone(pid):
+            os.kill(pid, signal.SIGKILL)
+    assert _wait_for(lambda: _gone(pid), 10), "nvidia-smi outlived envdoctor"
+    assert proc.returncode == code, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+
+
+def test_sigkill_of_envdoctor_leaves_no_child(tmp_path):
+    """SIGKILL cannot be handled: the watchdog sees envdoctor's pipe close and kills the registered groups."""
+    pidfile = _hanging_smi(tmp_path)
+    proc = _start(tmp_path, "check", "--timeout", "300")
+    pid = _smi_pid(proc, pidfile)
+    proc.kill()
+    proc.communicate(timeout=60)
+    try:
+        assert _wait_for(lambda: _gone(pid), 10), "nvidia-smi outlived a SIGKILLed envdoctor"
+    finally:
+        if not _gone(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_exit_with_a_command_still_running_kills_it(tmp_path):
+    """atexit: a command still running in a (daemon) thread when the program ends is killed with it."""
+    pidfile = _hanging_smi(tmp_path)
+    code = ("import sys, threading, time\nfrom envdoctor.subproc import Runner\n"
+            "threading.Thread(target=Runner(timeout=300).run, args=(['nvidia-smi'],), daemon=True).start()\n"
+            f"while not __import__('os').path.exists({str(pidfile)!r}): time.sleep(0.02)\n")
+    env = dict(os.environ, PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}", PYTHONPATH=str(REPO),
+               ENVDOCTOR_NO_WATCHDOG="1")  # atexit alone, without the watchdog's help
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    pid = int(pidfile.read_text())
+    try:
+        assert _wait_for(lambda: _gone(pid), 10), "the command outlived the program"
+    finally:
+        if not _gone(pid):
+            os.kill(pid, signal.SIGKILL)
