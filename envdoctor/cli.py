@@ -16,6 +16,7 @@ import click
 
 from envdoctor import __version__
 from envdoctor.errors import EXIT_USAGE, BadInput, EnvdoctorError
+from envdoctor.options import Seconds
 
 FORMATS_PROBE = ("text", "json")
 
@@ -26,7 +27,7 @@ def machine_options(fn: Callable) -> Callable:
     @click.option("--python", "python_path", metavar="PATH", help="Inspect the environment of this Python interpreter.")
     @click.option("--root", "root_dir", metavar="DIR", help="Read system files under DIR instead of / (a mounted image).")
     @click.option("--snapshot", "snapshot_file", metavar="FILE", help="Judge a saved snapshot instead of probing.")
-    @click.option("--timeout", type=click.FloatRange(0.1, 600), default=5.0, show_default=True,
+    @click.option("--timeout", type=Seconds(0.1, 600), default=5.0, show_default=True,
                   help="Seconds each external command may take.")
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -167,6 +168,10 @@ def main(argv: Optional[list] = None) -> None:
             click.echo("envdoctor: interrupted", err=True)
             sys.exit(130)
         click.echo("envdoctor: aborted", err=True)
+        sys.exit(EXIT_USAGE)
+    except click.UsageError as exc:  # one line, like every other failure
+        cmd = exc.ctx.command_path if exc.ctx is not None else "envdoctor"
+        click.echo(f"{cmd}: error: {exc.format_message()} (see '{cmd} --help')", err=True)
         sys.exit(EXIT_USAGE)
     except click.ClickException as exc:
         exc.show()
