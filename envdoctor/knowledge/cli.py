@@ -154,7 +154,7 @@ _index_option = click.option(
     help="Package index (simple API; http(s):// or file://) to read instead of the ones pip is configured with. "
          "Repeatable.")
 _timeout_option = click.option("--timeout", type=Seconds(0.1, 600), default=15.0, show_default=True,
-                               help="Seconds each index request may take (each is retried twice).")
+                               help="Seconds each index request may take in all, connect to last byte (each is retried twice).")
 
 
 @matrices.command(name="verify")
