@@ -139,11 +139,17 @@ def _on_signal(signum: int, frame) -> None:
         os._exit(128 + signum)
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
-    try:
-        os.write(2, f"envdoctor: stopped by {signal.Signals(signum).name}; its commands were killed\n".encode())
-    except OSError:
-        pass
-    raise SystemExit(128 + signum)
+    raise Stopped(signum)
+
+
+class Stopped(SystemExit):
+    """Raised by the signal handler: unwinds like sys.exit(128+n); main() says why, last."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        super().__init__(128 + signum)
+        self.signame = signal.Signals(signum).name
 
 
 def install_signal_handlers() -> None:
@@ -160,7 +166,8 @@ def install_signal_handlers() -> None:
 
 
 def main(argv: Optional[list] = None) -> None:
-    install_signal_handlers()
+    if argv is None:  # the process's entry point (not a caller running a command in-process)
+        install_signal_handlers()
     try:
         rc = cli.main(args=argv, prog_name="envdoctor", standalone_mode=False)
     except click.exceptions.Abort as exc:
@@ -182,6 +189,9 @@ def main(argv: Optional[list] = None) -> None:
     except KeyboardInterrupt:
         click.echo("envdoctor: interrupted", err=True)
         sys.exit(130)
+    except Stopped as exc:
+        click.echo(f"envdoctor: stopped by {exc.signame}; its commands were killed", err=True)
+        raise
     except BrokenPipeError:
         sys.exit(0)
     except Exception as exc:  # noqa: BLE001 - never a traceback for users

@@ -101,3 +101,71 @@ def test_exit_with_a_command_still_running_kills_it(tmp_path):
     finally:
         if not _gone(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+# --------------------------------------------------------------------------- onboard: pip dies with it, one run at a time
+
+from tests.test_onboard import _env, fake, onboard, state  # noqa: E402,F401  (fixtures: a fake interpreter and pip)
+
+
+def _onboard_with_hanging_pip(fake) -> "tuple[subprocess.Popen, int]":
+    fake.mode.write_text("hang")
+    proc = subprocess.Popen([sys.executable, "-m", "envdoctor", "onboard", *fake.args, "--yes"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(REPO)), cwd=str(REPO))
+    if not _wait_for(lambda: fake.started.exists() or proc.poll() is not None, 120) or not fake.started.exists():
+        proc.kill()
+        pytest.fail("the fake pip never started: " + proc.communicate(timeout=30)[1])
+    _wait_for(lambda: fake.started.read_text().strip().isdigit(), 10)
+    return proc, int(fake.started.read_text())
+
+
+def test_sigterm_to_onboard_kills_pip_and_records_the_step(fake, capsys):
+    proc, pip_pid = _onboard_with_hanging_pip(fake)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert _wait_for(lambda: _gone(pip_pid), 10), "pip kept installing after onboard was stopped"
+    assert "stopped by SIGTERM" in err.strip().splitlines()[-1] and "Traceback" not in err
+    st = state(fake)
+    assert st["steps"]["install"]["status"] == "interrupted" and st["steps"]["install"]["detail"] == "stopped by a signal"
+    rc, _, err = onboard(capsys, *fake.args, "--yes")  # the rerun installs and completes
+    assert rc == 0, err
+    assert state(fake)["steps"]["install"]["status"] == "ok"
+
+
+def test_sigkill_to_onboard_kills_pip_and_the_rerun_is_not_locked_out(fake, capsys):
+    proc, pip_pid = _onboard_with_hanging_pip(fake)
+    proc.kill()
+    proc.communicate(timeout=60)
+    assert _wait_for(lambda: _gone(pip_pid), 10), "pip outlived a SIGKILLed onboard"
+    rc, _, err = onboard(capsys, *fake.args, "--yes")
+    assert rc == 0, err
+
+
+def test_second_onboard_of_the_same_env_refuses_in_one_line(fake, capsys):
+    proc, pip_pid = _onboard_with_hanging_pip(fake)
+    try:
+        rc, out, err = onboard(capsys, *fake.args, "--yes")
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        assert rc == 2 and len(lines) == 1, err
+        assert f"another envdoctor onboard (pid {proc.pid}) is working on {fake.env}" in lines[0]
+        assert [c.split()[0] for c in fake.calls.read_text().splitlines()] == ["venv", "pip"]  # no second install
+        rc, out, err = onboard(capsys, *fake.args, "--dry-run")  # changes nothing: needs no lock
+        assert rc == 0, err
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+    assert _wait_for(lambda: _gone(pip_pid), 10)
+    rc, _, err = onboard(capsys, *fake.args, "--yes")  # the lock went with the first run
+    assert rc == 0, err
+
+
+def test_lock_file_sits_next_to_the_venv_and_survives_force(fake, capsys):
+    rc, _, err = onboard(capsys, *fake.args, "--yes")
+    assert rc == 0, err
+    from envdoctor.onboard import steps as S
+    from envdoctor.onboard.plan import Target
+
+    lock = Path(S.lock_path(Target(kind="venv", tool="pip", path=str(fake.env))))
+    assert lock.parent == fake.env.parent and lock.exists() and lock.read_text() == ""  # released: no pid left

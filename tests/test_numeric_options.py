@@ -43,8 +43,7 @@ def test_every_numeric_option_uses_the_shared_type():
     assert not wrong, f"numeric options not declared with envdoctor.options.Seconds: {wrong}"
 
 
-def _main(argv, capsys, monkeypatch):
-    monkeypatch.setattr(cli_mod, "install_signal_handlers", lambda: None)  # the test process keeps its own
+def _main(argv, capsys):
     with pytest.raises(SystemExit) as done:
         cli_mod.main(argv)
     out, err = capsys.readouterr()
@@ -53,24 +52,24 @@ def _main(argv, capsys, monkeypatch):
 
 @pytest.mark.parametrize("value", BAD)
 @pytest.mark.parametrize("path, opt", CASES, ids=[" ".join(p) + " " + o for p, o in CASES])
-def test_bad_number_is_one_line_and_exit_2(path, opt, value, capsys, monkeypatch):
-    code, out, err = _main([*path, opt, value], capsys, monkeypatch)
+def test_bad_number_is_one_line_and_exit_2(path, opt, value, capsys):
+    code, out, err = _main([*path, opt, value], capsys)
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert code == 2, err
     assert len(lines) == 1 and opt in lines[0] and "Traceback" not in err, err
     assert out == ""
 
 
-def test_equals_form_and_bounds_are_accepted(tmp_path, capsys, monkeypatch):
+def test_equals_form_and_bounds_are_accepted(tmp_path, capsys):
     """In range: the command runs (a saved snapshot: no probing); `--timeout=0.1` and the maximum included."""
     from envdoctor.snapshot import Snapshot
 
     snap = tmp_path / "s.json"
     snap.write_text(Snapshot(envdoctor_version="t", created="2026-01-01T00:00:00+00:00").to_json())
     for value in ("0.1", "600", "7.5", "1e1", " 3 "):
-        code, out, err = _main(["probe", "--snapshot", str(snap), f"--timeout={value}"], capsys, monkeypatch)
+        code, out, err = _main(["probe", "--snapshot", str(snap), f"--timeout={value}"], capsys)
         assert code == 0, err
-    code, _, err = _main(["probe", "--snapshot", str(snap), "--timeout", "600.001"], capsys, monkeypatch)
+    code, _, err = _main(["probe", "--snapshot", str(snap), "--timeout", "600.001"], capsys)
     assert code == 2 and "0.1 to 600 seconds" in err
 
 
@@ -83,6 +82,6 @@ def test_type_converts_and_refuses():
 
 
 @pytest.mark.parametrize("path", sorted({path for path, _ in CASES}), ids=" ".join)
-def test_help_shows_the_option(path, capsys, monkeypatch):
-    code, out, err = _main([*path, "--help"], capsys, monkeypatch)
+def test_help_shows_the_option(path, capsys):
+    code, out, err = _main([*path, "--help"], capsys)
     assert code == 0 and "--timeout SECONDS" in out, err
