@@ -16,9 +16,10 @@ of its own. Bounds, for every command:
   on a normal exit (atexit), by the CLI's SIGTERM / SIGHUP / SIGINT handlers (:func:`shutdown`), and,
   where ``/bin/sh`` exists, by a watchdog: one small shell process per envdoctor that holds a pipe from
   it and, when that pipe closes because envdoctor ended in any way (SIGKILL included), kills every group
-  still registered. Limits: a command killed in the microseconds between its start and its
-  registration, and a grandchild that left its group (setsid/daemonised), escape; both need PID
-  namespaces or a cgroup, which envdoctor does not ask for.
+  still registered (ENVDOCTOR_NO_WATCHDOG=1 turns it off, for tests of the rest). Limits: a command
+  started in the microseconds before envdoctor was SIGKILLed, not yet registered, and a grandchild that
+  left its group (setsid/daemonised) escape; catching those needs PID namespaces or a cgroup, which
+  envdoctor does not ask for.
 """
 from __future__ import annotations
 
@@ -121,7 +122,7 @@ class Runner:
 
 
 class _Stream:
-    """What one pipe delivered: the first `cap` bytes (or, with `tail`, the last ones); lines for a callback."""
+    """What one pipe delivered: its first MAX_OUTPUT bytes (with `tail`, its last ones); lines for a callback."""
 
     def __init__(self, name: str, on_line: Optional[Callable[[str], None]] = None, tail: bool = False) -> None:
         self.name = name

@@ -6,32 +6,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.fakes import make_exe
+from tests.fakes import make_exe, wait_until as _wait_for
+from tests.fakes import process_gone as _gone
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _gone(pid: int) -> bool:
-    """No such process, or a zombie (dead, waiting for a parent that is not envdoctor any more)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
-
-
-def _wait_for(cond, within: float) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return cond()
 
 
 def _hanging_smi(tmp_path: Path) -> Path:

@@ -60,24 +60,11 @@ def test_binary_output_does_not_raise(tmp_path):
 
 from envdoctor import subproc  # noqa: E402
 from envdoctor.subproc import MAX_LINE, MAX_OUTPUT  # noqa: E402
-
-
-def _gone(pid: int) -> bool:
-    """No such process, or a zombie waiting for a parent that is not envdoctor any more."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
+from tests.fakes import process_gone, wait_until  # noqa: E402
 
 
 def _wait_gone(pid: int, within: float = 10.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if _gone(pid):
-            return True
-        time.sleep(0.05)
-    return _gone(pid)
+    return wait_until(lambda: process_gone(pid), within)
 
 
 def test_endless_stdout_is_cut_at_the_cap_and_killed_not_buffered_to_the_timeout(tmp_path):
