@@ -36,6 +36,11 @@ def machine_options(fn: Callable) -> Callable:
     return wrapper
 
 
+# Every command with -o FILE takes --force too (envdoctor.outfile: a dangling symlink is refused without it).
+force_option = click.option("--force", "force_output", is_flag=True,
+                            help="With -o: write through a dangling symlink (its target is created).")
+
+
 def obtain_snapshot(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Optional[str], timeout: float):
     """Probe the machine (or load a saved snapshot); bad input raises BadInput."""
     if snapshot_file:
@@ -70,11 +75,12 @@ def snapshot_dict(snap, redact: bool) -> dict:
     return data
 
 
-def emit(text: str, output: Optional[str]) -> None:
+def emit(text: str, output: Optional[str], force: bool = False) -> None:
+    """Print text, or write it to -o FILE by envdoctor.outfile's rules (force: a dangling symlink's target is made)."""
     if output:
-        from envdoctor.snapshot_io import write_atomic
+        from envdoctor.outfile import write_output
 
-        write_atomic(output, text)
+        write_output(output, text, force=force)
     else:
         click.echo(text, nl=not text.endswith("\n"))
 
@@ -108,21 +114,30 @@ def cli() -> None:
 @cli.command()
 @machine_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS_PROBE), default="text", show_default=True)
-@click.option("-o", "--output", metavar="FILE", help="Write the snapshot to FILE (atomically) instead of stdout.")
+@click.option("-o", "--output", metavar="FILE", help="Write the snapshot to FILE (atomically) instead of stdout "
+              "(with --fleet, %N in FILE stands for the node name).")
+@force_option
 @click.option("--no-redact", is_flag=True, help="Keep GPU UUIDs, host name, home directory and secret-looking values.")
-def probe(python_path, root_dir, snapshot_file, timeout, fmt, output, no_redact):
+@click.option("--fleet", is_flag=True, help="For `envdoctor fleet`: keep the node name unredacted (the host name, or "
+              "$ENVDOCTOR_NODE_NAME / $SLURMD_NODENAME when set); the rest is redacted as usual.")
+@click.option("--node-name", metavar="NAME", help="Record NAME as the node name (implies --fleet).")
+def probe(python_path, root_dir, snapshot_file, timeout, fmt, output, force_output, no_redact, fleet, node_name):
     """Take a snapshot of the machine: driver, GPUs, toolkits, cuDNN, frameworks, loader paths."""
     snap = obtain_snapshot(python_path, root_dir, snapshot_file, timeout)
     data = snapshot_dict(snap, redact=not no_redact)
+    if fleet or node_name:  # an explicit opt-in: the node name is what a fleet report is about
+        data["platform"]["hostname"] = (node_name or os.environ.get("ENVDOCTOR_NODE_NAME")
+                                        or os.environ.get("SLURMD_NODENAME") or snap.platform.hostname)
+        output = output.replace("%N", data["platform"]["hostname"] or "node") if output else output
     if fmt == "json":
         from envdoctor.snapshot_io import dump_json
 
-        emit(dump_json(data), output)
+        emit(dump_json(data), output, force_output)
     else:
         from envdoctor.render.snapshot_text import render_snapshot_text
         from envdoctor.snapshot import Snapshot
 
-        emit(render_snapshot_text(Snapshot.from_dict(data)), output)
+        emit(render_snapshot_text(Snapshot.from_dict(data)), output, force_output)
 
 
 def _on_signal(signum: int, frame) -> None:

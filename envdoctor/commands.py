@@ -7,7 +7,7 @@ import textwrap
 
 import click
 
-from envdoctor.cli import emit, machine_options, obtain_snapshot, snapshot_dict
+from envdoctor.cli import emit, force_option, machine_options, obtain_snapshot, snapshot_dict
 
 
 def _split_ids(values) -> list:
@@ -27,11 +27,12 @@ def load_data():
     return m, list(getattr(m, "warnings", []))
 
 
-def prepare_judgement(only=None, skip=None):
-    """Everything judging needs besides the snapshot: the selected rules and the data."""
-    from envdoctor.rules.engine import select_rules
+def prepare_judgement(only=None, skip=None, command="check"):
+    """Everything judging needs besides the snapshot: the rules `command` runs (its families in
+    envdoctor.rules.engine.COMMAND_FAMILIES, narrowed by --only / --skip) and the data."""
+    from envdoctor.rules.engine import COMMAND_FAMILIES, select_rules
 
-    rules = select_rules(only, skip, complete=False)
+    rules = select_rules(only, skip, families=COMMAND_FAMILIES[command], command=command)
     matrices, warnings = load_data()
     return rules, matrices, warnings
 
@@ -66,21 +67,24 @@ def use_color() -> bool:
 
 @click.command()
 @machine_options
-@click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown", "prometheus")), default="text",
+              show_default=True)
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
 @click.option("--only", multiple=True, metavar="IDS", help="Run only these rules (IDs, prefixes like ED1, or names; comma-separated).")
 @click.option("--skip", multiple=True, metavar="IDS", help="Skip these rules.")
 @click.option("-v", "--verbose", is_flag=True, help="Show the evidence behind each finding.")
 @click.option("--no-redact", is_flag=True, help="Keep GPU UUIDs, host name, home directory and secret-looking values.")
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically) instead of stdout.")
+@force_option
 @click.option("--smoke", "with_smoke", is_flag=True,
               help="Also run `envdoctor smoke` (tiny kernels, each framework in a child process) and fold in its results.")
-def check(python_path, root_dir, snapshot_file, timeout, fmt, strict, only, skip, verbose, no_redact, output, with_smoke):
+def check(python_path, root_dir, snapshot_file, timeout, fmt, strict, only, skip, verbose, no_redact, output,
+          force_output, with_smoke):
     """Judge the machine: findings with IDs, evidence and fixes. Exit 0 ok, 1 error (--strict: or warning), 2 usage."""
     # Rules are selected first so a bad --only fails before any probing. (Loading the rules in a
     # thread beside the probes was measured slower: both are CPU-bound Python, and the GIL
     # ping-pong cost more than the subprocess waits it hid.)
-    prepared = prepare_judgement(_split_ids(only), _split_ids(skip))
+    prepared = prepare_judgement(_split_ids(only), _split_ids(skip), "check --smoke" if with_smoke else "check")
     snap = obtain_snapshot(python_path, root_dir, snapshot_file, timeout)
     report = build_report(snap, prepared=prepared)
     if with_smoke:
@@ -92,7 +96,9 @@ def check(python_path, root_dir, snapshot_file, timeout, fmt, strict, only, skip
         from envdoctor.smoke import run_smoke, smoke_findings
 
         results = run_smoke(snap, python=python_path)
-        report.findings = order(fold_causes(report.findings + smoke_findings(results, snap)))
+        selected = {r.id for r in prepared[0]}  # --only / --skip apply to the smoke rules too
+        smoke = [f for f in smoke_findings(results, snap) if f.id in selected]
+        report.findings = order(fold_causes(report.findings + smoke))
         report.extra["smoke"] = results.to_dict()
     sdict = snapshot_dict(snap, redact=not no_redact)
     if not no_redact:
@@ -103,15 +109,21 @@ def check(python_path, root_dir, snapshot_file, timeout, fmt, strict, only, skip
     if fmt == "json":
         from envdoctor.snapshot_io import dump_json
 
-        emit(dump_json(report.to_dict(sdict)), output)
+        emit(dump_json(report.to_dict(sdict)), output, force_output)
     elif fmt == "markdown":
         from envdoctor.render.report_markdown import render_report_markdown
 
-        emit(render_report_markdown(report, sdict), output)
+        emit(render_report_markdown(report, sdict), output, force_output)
+    elif fmt == "prometheus":
+        import time
+
+        from envdoctor.render.report_prometheus import render_report_prometheus
+
+        emit(render_report_prometheus(report, rules=prepared[0], timestamp=time.time()), output, force_output)
     else:
         from envdoctor.render.report_text import render_report_text
 
-        emit(render_report_text(report, verbose=verbose, color=use_color() and not output), output)
+        emit(render_report_text(report, verbose=verbose, color=use_color() and not output), output, force_output)
     sys.exit(report.exit_code(strict))
 
 
@@ -165,4 +177,5 @@ COMMANDS = {
     "smoke": ("envdoctor.smoke.cli", "smoke"),
     "gate": ("envdoctor.gate.cli", "gate"),
     "onboard": ("envdoctor.onboard.cli", "onboard"),
+    "fleet": ("envdoctor.fleet.cli", "fleet"),
 }

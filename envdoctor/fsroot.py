@@ -2,14 +2,17 @@
 
 Every probe reads /proc, /sys, /etc, /usr, /opt ... through a Root, so a
 mounted container image or a fake machine built by a test is read exactly like
-the live system. Reads never raise: a missing, unreadable, oversized or binary
-file reads as None.
+the live system. Reads never raise and never block: a missing, unreadable or
+binary file, a FIFO or a device reads as None; at most MAX_READ (256 KiB) is
+read of a file unless a caller asks for another bound; why an existing file was
+not read is kept in ``Root.unreadable``.
 """
 from __future__ import annotations
 
 import glob
 import os
 from pathlib import Path, PurePosixPath
+from typing import Dict, Optional
 
 MAX_READ = 256 * 1024
 
@@ -17,6 +20,7 @@ MAX_READ = 256 * 1024
 class Root:
     def __init__(self, path: str | os.PathLike = "/") -> None:
         self.base = Path(path)
+        self.unreadable: Dict[str, str] = {}  # path on the inspected machine -> why it was not read
 
     @property
     def is_live(self) -> bool:
@@ -48,7 +52,11 @@ class Root:
         return self.path(abs_path).is_dir()
 
     def read_text(self, abs_path: str, max_bytes: int = MAX_READ) -> str | None:
-        return read_text_file(self.path(abs_path), max_bytes)
+        reasons: Dict[str, str] = {}
+        text = read_text_file(self.path(abs_path), max_bytes, reasons)
+        if reasons:  # keyed as the inspected machine names the file
+            self.unreadable[str(abs_path)] = next(iter(reasons.values()))
+        return text
 
     def glob(self, pattern: str) -> list[str]:
         """Glob an absolute pattern; returns paths as the inspected machine sees them."""
@@ -62,13 +70,30 @@ class Root:
             return []
 
 
-def read_text_file(path: str | os.PathLike, max_bytes: int = MAX_READ) -> str | None:
-    """Read a small text file; None if missing, unreadable or binary."""
+def read_text_file(path: str | os.PathLike, max_bytes: int = MAX_READ,
+                   unreadable: Optional[Dict[str, str]] = None) -> str | None:
+    """Read a small text file; None if missing, unreadable, not a regular file or binary.
+
+    Opened with O_NONBLOCK and checked with fstat before reading (envdoctor.infile.open_regular): a FIFO or a
+    device never blocks and is never read.  Why an existing file was not read goes into ``unreadable``."""
+    from envdoctor.infile import Unreadable, open_regular, read_fd, why
+
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(max_bytes)
-    except (OSError, ValueError):
+        fd = open_regular(path)
+    except FileNotFoundError:
         return None
+    except (OSError, Unreadable) as exc:
+        if unreadable is not None and not isinstance(exc, NotADirectoryError):
+            unreadable[str(path)] = why(exc)
+        return None
+    try:
+        data = read_fd(fd, max_bytes)[:max_bytes]
+    except OSError as exc:
+        if unreadable is not None:
+            unreadable[str(path)] = why(exc)
+        return None
+    finally:
+        os.close(fd)
     if b"\x00" in data:
         return None
     return data.decode("utf-8", errors="replace")

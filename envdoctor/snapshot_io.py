@@ -3,66 +3,46 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
-from pathlib import Path
 
 from envdoctor.errors import BadInput
+from envdoctor.infile import MAX_INPUT_BYTES, loads_json, read_text_or_bad_input
+from envdoctor.outfile import write_output
 from envdoctor.snapshot import Snapshot
 
-MAX_SNAPSHOT_BYTES = 32 * 1024 * 1024
+MAX_SNAPSHOT_BYTES = MAX_INPUT_BYTES
 
 
 def load_snapshot(path: str | os.PathLike) -> Snapshot:
-    p = Path(path)
-    if not p.exists():
-        raise BadInput(f"snapshot file {p} does not exist")
-    if p.is_dir():
-        raise BadInput(f"snapshot file {p} is a directory")
-    try:
-        raw = p.read_bytes()[: MAX_SNAPSHOT_BYTES + 1]
-    except OSError as exc:
-        raise BadInput(f"cannot read snapshot file {p}: {exc.strerror or exc}") from None
+    """A snapshot file (``-``: stdin), bounded and checked by envdoctor.infile; BadInput naming the file."""
+    where = f"snapshot file {path}" if str(path) != "-" else "the snapshot on stdin"
+    text = read_text_or_bad_input(path, "snapshot file", MAX_SNAPSHOT_BYTES, allow_stdin=True)
+    return snapshot_from_data(loads_json(text, where), where)
+
+
+def decode_json(raw: bytes, what: str):
+    """The JSON document in raw bytes (at most MAX_SNAPSHOT_BYTES, bounded like every input), BadInput naming `what`."""
     if len(raw) > MAX_SNAPSHOT_BYTES:
-        raise BadInput(f"snapshot file {p} is larger than {MAX_SNAPSHOT_BYTES // (1024 * 1024)} MiB")
+        raise BadInput(f"{what} is larger than {MAX_SNAPSHOT_BYTES // (1024 * 1024)} MiB")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise BadInput(f"snapshot file {p} is not UTF-8 text (is it a binary file?)") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"snapshot file {p} is not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    # `envdoctor check --format json` output holds the snapshot under "snapshot": accept it too.
+        raise BadInput(f"{what} is not UTF-8 text (is it a binary file?)") from None
+    return loads_json(text, what)
+
+
+def snapshot_from_data(data, what: str) -> Snapshot:
+    """A Snapshot from decoded JSON: a snapshot, or `envdoctor check --format json` output holding one."""
     if isinstance(data, dict) and "snapshot" in data and "findings" in data:
         data = data["snapshot"]
     try:
         return Snapshot.from_dict(data)
-    except (ValueError, TypeError) as exc:
-        raise BadInput(f"snapshot file {p} is not an envdoctor snapshot: {exc}") from None
+    except (ValueError, TypeError, RecursionError, OverflowError) as exc:
+        raise BadInput(f"{what} is not an envdoctor snapshot: {str(exc)[:200]}") from None
 
 
-def write_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write text to path atomically: a temp file in the same folder, then rename."""
-    p = Path(path)
-    folder = p.parent if str(p.parent) else Path(".")
-    if not folder.is_dir():
-        raise BadInput(f"cannot write {p}: folder {folder} does not exist")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(folder))
-    except OSError as exc:
-        raise BadInput(f"cannot write {p}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            if not text.endswith("\n"):
-                fh.write("\n")
-        os.replace(tmp, p)
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise BadInput(f"cannot write {p}: {exc.strerror or exc}") from None
+def write_atomic(path: str | os.PathLike, text: str, force: bool = False) -> None:
+    """Write an output file by envdoctor.outfile's rules (atomic for regular files); kept for its callers."""
+    write_output(str(path), text, force=force)
 
 
 def dump_json(data: dict) -> str:

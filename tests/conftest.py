@@ -13,3 +13,11 @@ def fw_python():
     if not path or not os.path.exists(path):
         pytest.skip("ENVDOCTOR_TEST_FW_PYTHON is not set to a venv with torch, tensorflow-cpu and jax")
     return path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_dir(tmp_path_factory):
+    """Every test run gets its own envdoctor cache, so a user's (or another checkout's) cache never changes a result."""
+    if not os.environ.get("ENVDOCTOR_TEST_KEEP_CACHE"):
+        os.environ["ENVDOCTOR_CACHE_DIR"] = str(tmp_path_factory.mktemp("envdoctor-cache"))
+    yield

@@ -41,7 +41,7 @@ def test_probe_json_is_one_object():
 
 @pytest.mark.parametrize("args, needle", [
     (["probe", "--root", "/nonexistent/dir"], "--root"),
-    (["probe", "--snapshot", "/nonexistent.json"], "does not exist"),
+    (["probe", "--snapshot", "/nonexistent.json"], "no such file"),
     (["check", "--snapshot", "/bin/sh"], "not UTF-8"),
     (["probe", "--python", "/nonexistent/python"], "python"),
     (["explain", "ED99999"], "unknown rule"),

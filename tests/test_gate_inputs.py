@@ -281,7 +281,8 @@ def test_invalid_yaml_in_an_environment_file_names_the_line(here):
     assert len(problems) == 1 and problems[0].loc.line == 4
 
 
-def test_read_yaml_without_pyyaml_says_what_it_cannot_read(monkeypatch):
+def test_read_yaml_without_pyyaml_reports_syntax_errors_with_lines(monkeypatch):
+    """issue 11: without PyYAML a YAML syntax error was "internal error: ModuleNotFoundError: yaml"."""
     import builtins
 
     real_import = builtins.__import__
@@ -293,9 +294,30 @@ def test_read_yaml_without_pyyaml_says_what_it_cannot_read(monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", no_yaml)
     with pytest.raises(YamlError) as info:
+        read_yaml("name: x\ndependencies:\n  - a\n - b\n")
+    assert info.value.line == 4
+    with pytest.raises(YamlError) as info:
         read_yaml("a: |\n  x\n")
-    assert "install PyYAML" in info.value.message
+    assert "built-in YAML reader" in info.value.message and info.value.line == 1
     assert read_yaml("dependencies:\n  - pytorch\n").value["dependencies"].value[0].value == "pytorch"
+
+
+def test_read_yaml_refuses_aliases_even_with_pyyaml_installed():
+    """issue 11: with PyYAML a 400-byte alias bomb took > 100 s and 2.4 GB; the one reader refuses aliases."""
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+        for i in range(9))
+    assert len(bomb) < 450
+    with pytest.raises(YamlError) as info:
+        read_yaml(bomb)
+    assert info.value.line == 1 and "aliases" in info.value.message
+
+
+def test_read_yaml_bounds_nesting():
+    text = "".join(" " * i + "a:\n" for i in range(5000))
+    with pytest.raises(YamlError) as info:
+        read_yaml(text)
+    assert "nested deeper than 64" in info.value.message and info.value.line == 65
 
 
 def test_conda_shape_problems(here):

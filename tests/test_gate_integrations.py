@@ -122,6 +122,29 @@ def test_pre_commit_hook_command_line_runs(capsys):
     assert rc in (0, 1) and "Traceback" not in err
 
 
+# the gate's own rules (ED8xx) and the machine rules, each producing a finding through the integration's command line
+FAMILY_CASES = [
+    ("gate", "torch==2.3.0+cu121\n", "550.144.03", "ED800"),  # issue 11: a +cu121 pin without its index
+    ("gate", "tensorflow-gpu==2.12.0\n", "550.144.03", "ED807"),  # the empty stub sdist
+    ("machine", "--extra-index-url https://download.pytorch.org/whl/cu121\ntorch==2.3.0+cu121\n", "470.57.02", "ED100"),
+]
+
+
+@pytest.mark.parametrize("family, text, driver, rid", FAMILY_CASES)
+def test_pre_commit_hook_runs_every_gate_rule_family(tmp_path, capsys, family, text, driver, rid):
+    from envdoctor.rules.base import REGISTRY
+    from envdoctor.rules.engine import family_of
+
+    hook = _hook()
+    (tmp_path / "requirements.txt").write_text(text)
+    assert re.search(hook["files"], "requirements.txt")
+    entry = shlex.split(hook["entry"])
+    rc, out, err = cli(entry[1:] + hook.get("args", []) + ["--driver", driver, "--gpu", "sm_75", "--python", "3.10",
+                                                           "requirements.txt"], capsys, cwd=tmp_path)
+    assert rc == 1 and f"requirements.txt:{text.count(chr(10))}: {rid}" in out, out
+    assert "nothing stops this install" not in out and family_of(REGISTRY[rid]) == family
+
+
 def test_pre_commit_hook_runs_the_installed_console_script():
     exe = shutil.which("envdoctor")
     if exe is None:
@@ -196,6 +219,29 @@ def test_action_gate_annotates_the_offending_line():
                      "INPUT_PYTHON_VERSION": "3.10", "INPUT_FORMAT": "text"}, FIX)
     assert p.returncode == 0, p.stderr
     assert "Ampere GPU (sm_80), Hopper GPU (sm_90)" in p.stdout
+
+
+@pytest.mark.parametrize("family, text, driver, rid", FAMILY_CASES)
+def test_action_gate_runs_every_rule_family(tmp_path, family, text, driver, rid):
+    (tmp_path / "requirements.txt").write_text(text)
+    p = _run_action({"INPUT_FILES": "requirements.txt", "INPUT_DRIVER": driver, "INPUT_GPU": "sm_75",
+                     "INPUT_PYTHON_VERSION": "3.10"}, tmp_path)
+    assert p.returncode == 1, p.stderr
+    line = text.count("\n")
+    assert re.search(rf"^::error file=requirements\.txt,line={line},title={rid}::", p.stdout, re.M), p.stdout
+
+
+def test_action_check_runs_the_machine_rules(tmp_path):
+    from envdoctor.gate.plan import stated_snapshot
+    from envdoctor.knowledge import load_matrices
+
+    snap = stated_snapshot(load_matrices(), driver="470.57.02", gpus=["sm_70"], python="3.10")
+    from tests import snapfactory as sf
+
+    snap.python.frameworks = [sf.torch("2.3.0+cu121", cuda="12.1", cudnn="8.9.2")]
+    (tmp_path / "node.json").write_text(snap.to_json())
+    p = _run_action({"INPUT_COMMAND": "check", "INPUT_SNAPSHOT": "node.json"}, tmp_path)
+    assert p.returncode == 1 and "ED100" in p.stdout, p.stdout + p.stderr
 
 
 def test_action_gate_with_extra_and_strict(tmp_path):

@@ -3,6 +3,7 @@ tolerant GPU-name matching, the cache overlay and broken-data handling."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 
@@ -498,9 +499,13 @@ def test_parse_cache_is_used_and_survives_corruption(tmp_path, monkeypatch):
     first = L.parse_toml_cached(text)
     files = list((tmp_path / "parsed").glob("*.json"))
     assert len(files) == 1 and first["row"][0]["version"] == "1.0"
-    files[0].write_text('{"schema": "tampered"}')
+    entry = json.loads(files[0].read_text())
+    entry["data"]["schema"] = "tampered"
+    files[0].write_text(json.dumps(entry))
     assert L.parse_toml_cached(text)["schema"] == "tampered"  # the cache is what is read back...
     files[0].write_text("{cut sho")
-    assert L.parse_toml_cached(text) == first  # ...and a corrupt one means parsing again
+    warnings = []
+    assert L.parse_toml_cached(text, warnings) == first  # ...and a corrupt one means parsing again
+    assert len(warnings) == 1 and str(files[0]) in warnings[0] and "discarded" in warnings[0]
     assert L.parse_toml_cached(text + "\n# changed\n") == first  # other text, other key
     assert len(list((tmp_path / "parsed").glob("*.json"))) == 2

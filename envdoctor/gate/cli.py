@@ -14,6 +14,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import click
 
+from envdoctor.cli import force_option
 from envdoctor.options import Seconds
 
 FORMATS = ("text", "json", "junit", "github")
@@ -78,8 +79,9 @@ def _split_gpus(values) -> List[str]:
 @click.option("--skip", multiple=True, metavar="IDS", help="Skip these rules.")
 @click.option("-v", "--verbose", is_flag=True, help="Show infos and the evidence behind each finding.")
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically) instead of stdout.")
+@force_option
 def gate(files, snapshot_file, driver, gpus, python_opt, platform, cpu, root_dir, timeout, extras, groups, together,
-         fresh, pre, fmt, strict, only, skip, verbose, output):
+         fresh, pre, fmt, strict, only, skip, verbose, output, force_output):
     """Stop a doomed install before the download: would the torch / tensorflow / jax builds that these
     requirements*.txt / pyproject.toml / environment.yml / pylock.toml / uv.lock files install work on the target?
 
@@ -100,7 +102,8 @@ def gate(files, snapshot_file, driver, gpus, python_opt, platform, cpu, root_dir
     from envdoctor.gate.render import render
 
     color = fmt == "text" and not output and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    emit(render(result, fmt, verbose=verbose, color=color, workspace=os.environ.get("GITHUB_WORKSPACE")), output)
+    emit(render(result, fmt, verbose=verbose, color=color, workspace=os.environ.get("GITHUB_WORKSPACE")), output,
+         force_output)
     sys.exit(result.exit_code)
 
 
@@ -183,7 +186,7 @@ def run_gate(paths: Sequence[str], *, snapshot_file=None, driver=None, gpus=(), 
         if name not in pool and not any(u.kind == "uv.lock" for u in units):
             have = ", ".join(sorted(set(pool))) or "none"
             raise BadInput(f"--{kind} {name}: no input defines it ({kind}s defined: {have})")
-    rules, matrices, warnings = prepare_judgement(only, skip)
+    rules, matrices, warnings = prepare_judgement(only, skip, "gate")
     if matrices is None:
         raise BadInput("the compatibility data cannot be loaded: " + "; ".join(warnings))
     snap, source = build_target(matrices, snapshot_file=snapshot_file, driver=driver, gpus=gpus, python_opt=python_opt,

@@ -7,11 +7,12 @@ One *input unit* is what one install command reads:
 * a ``pyproject.toml`` ([project] dependencies, [project.optional-dependencies], PEP 735 [dependency-groups],
   and uv's [tool.uv.sources] / [[tool.uv.index]] / [tool.uv] conflicts);
 * a conda ``environment.yml`` (name / channels / dependencies with a nested ``- pip:`` list, read by a small
-  strict reader of the YAML subset conda uses; PyYAML, when importable, reads what that reader does not support);
+  strict reader of the YAML subset conda uses: never PyYAML, no anchors or aliases, nesting bounded);
 * a PEP 751 ``pylock.toml`` or a ``uv.lock`` (exact versions and the index each package comes from).
 
 Nothing here judges a machine: markers are kept as text and evaluated by plan.py against the target.  Files are
-only read, never written.  Parsing never raises for bad input: every problem is an :class:`InputProblem` with the
+only read, never written, through envdoctor.infile (regular files only, at most 16 MiB); includes nest at most
+MAX_INCLUDE_DEPTH files, numbers in versions have at most MAX_VERSION_DIGITS digits.  Parsing never raises for bad input: every problem is an :class:`InputProblem` with the
 file and line (the CLI turns them into exit code 2).
 """
 from __future__ import annotations
@@ -26,8 +27,12 @@ from urllib.parse import unquote, urlparse
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-MAX_INPUT_BYTES = 8 * 1024 * 1024
+MAX_INPUT_BYTES = 16 * 1024 * 1024  # as envdoctor.infile.MAX_INPUT_BYTES
 MAX_INCLUDE_DEPTH = 50
+MAX_YAML_DEPTH = 64
+MAX_NOTES = 100
+MAX_VERSION_DIGITS = 32  # a longer run of digits in a version is refused (as input, never converted to int)
+_LONG_DIGITS = re.compile(r"[0-9]{%d,}" % (MAX_VERSION_DIGITS + 1))
 
 KINDS = ("requirements", "pyproject", "conda", "pylock", "uv.lock")
 
@@ -133,18 +138,11 @@ Reader = Callable[[str], str]
 
 
 def read_text_file(path: str) -> str:
-    """Read an input file as text (UTF-8, a BOM dropped); OSError / ValueError for what cannot be read."""
-    if os.path.isdir(path):
-        raise IsADirectoryError(path)
-    with open(path, "rb") as fh:
-        raw = fh.read(MAX_INPUT_BYTES + 1)
-    if len(raw) > MAX_INPUT_BYTES:
-        raise ValueError(f"larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"not UTF-8 text (byte {exc.start})") from None
-    return text[1:] if text.startswith("\ufeff") else text
+    """Read an input file as text by envdoctor.infile's rules (a regular file only, at most MAX_INPUT_BYTES, UTF-8,
+    a BOM dropped); OSError / ValueError for what cannot be read."""
+    from envdoctor.infile import read_text
+
+    return read_text(path, MAX_INPUT_BYTES)
 
 
 def load_inputs(paths: Sequence[str], env: Optional[Mapping[str, str]] = None,
@@ -173,19 +171,16 @@ def load_inputs(paths: Sequence[str], env: Optional[Mapping[str, str]] = None,
         else:
             parse_uv_lock(text, path, unit, problems)
         units.append(unit)
+    for unit in units:  # bounded: a file of a million skipped entries says so once, not a million times
+        if len(unit.notes) > MAX_NOTES:
+            unit.notes[MAX_NOTES:] = [f"... and {len(unit.notes) - MAX_NOTES} more notes like these"]
     return units, problems
 
 
 def _why(exc: BaseException) -> str:
-    if isinstance(exc, FileNotFoundError):
-        return "no such file"
-    if isinstance(exc, IsADirectoryError):
-        return "it is a directory"
-    if isinstance(exc, PermissionError):
-        return "permission denied"
-    if isinstance(exc, OSError):
-        return exc.strerror or str(exc)
-    return str(exc)
+    from envdoctor.infile import why
+
+    return why(exc)
 
 
 # --------------------------------------------------------------------------- requirements files (pip's format)
@@ -308,12 +303,24 @@ def _looks_like_url_or_path(text: str) -> bool:
             or bool(re.match(r"^[A-Za-z]:[\\/]", head)))
 
 
+def long_number(text: str) -> Optional[str]:
+    """A problem message when text holds a number longer than MAX_VERSION_DIGITS digits, else None."""
+    mm = _LONG_DIGITS.search(text)
+    if mm is None:
+        return None
+    return f"a number with {len(mm.group(0))} digits in {text[:40]!r}... (versions have at most {MAX_VERSION_DIGITS})"
+
+
 def wheel_info(url: str) -> Optional[Tuple[str, str, Tuple[str, ...]]]:
-    """(canonical name, version, tags) from a wheel URL or path; None when it does not name a wheel file."""
+    """(canonical name, version, tags) from a wheel URL or path; None when it does not name a wheel file.
+    ValueError for a URL that cannot be parsed (an unclosed IPv6 bracket) or a version with a huge number."""
     path = urlparse(url).path if "://" in url else url
     base = unquote(path.rsplit("/", 1)[-1].split("#", 1)[0])
     if not base.lower().endswith(".whl"):
         return None
+    too_long = long_number(base)
+    if too_long:
+        raise ValueError(too_long)
     try:
         name, version, _build, tags = parse_wheel_filename(base)
     except (InvalidWheelFilename, ValueError):
@@ -322,28 +329,45 @@ def wheel_info(url: str) -> Optional[Tuple[str, str, Tuple[str, ...]]]:
     return str(name), str(version), tag_text
 
 
+def _wheel_or_problem(url: str) -> Tuple[Optional[Tuple[str, str, Tuple[str, ...]]], Optional[str]]:
+    try:
+        return wheel_info(url), None
+    except ValueError as exc:
+        return None, f"invalid URL {url[:80]!r}: {exc}"
+
+
 def parse_requirement_text(text: str, loc: Location) -> Tuple[Optional[InputRequirement], Optional[str]]:
     """A requirement (PEP 508, a direct wheel URL / path, or ``name @ url``) -> (requirement or None, problem)."""
     text = text.strip()
-    if _looks_like_url_or_path(text):
-        url, _, marker = text.partition(";")
-        url = url.strip()
-        info = wheel_info(url)
+    url_like = _looks_like_url_or_path(text)
+    before, _, marker = text.partition(";")
+    # every part but a URL (its hashes may be long digit runs) is checked for numbers no version has
+    problem = long_number(marker if url_like else (before.split("@", 1)[0] if _NAME_AT.match(text) else before)
+                          + ";" + marker)
+    if problem:
+        return None, problem
+    if url_like:
+        url = before.strip()
+        info, problem = _wheel_or_problem(url)
         if info is None:
-            return None, None  # a source archive, a VCS URL or a local project: not a judged framework wheel
+            return None, problem  # no problem: a source archive, a VCS URL or a local project, not a judged wheel
         name, version, tags = info
         return InputRequirement(name=name, raw=text, loc=loc, specifier=f"=={version}", url=url, version=version,
                                 wheel_tags=tags, marker=marker.strip() or None), None
     try:
         req = Requirement(text)
     except InvalidRequirement as exc:
-        return None, f"invalid requirement {text!r}: {str(exc).splitlines()[0]}"
+        return None, f"invalid requirement {text[:200]!r}: {str(exc).splitlines()[0][:200]}"
+    except ValueError as exc:  # a URL packaging cannot parse
+        return None, f"invalid requirement {text[:200]!r}: {str(exc)[:200]}"
     r = InputRequirement(name=canonicalize_name(req.name), raw=text, loc=loc,
                          extras=tuple(sorted(canonicalize_name(x) for x in req.extras)),
                          specifier=str(req.specifier), marker=str(req.marker) if req.marker is not None else None)
     if req.url:
         r.url = req.url
-        info = wheel_info(req.url)
+        info, problem = _wheel_or_problem(req.url)
+        if problem:
+            return None, problem
         if info is not None:
             r.version, r.wheel_tags = info[1], info[2]
             r.specifier = f"=={info[1]}"
@@ -404,6 +428,9 @@ class _RequirementsLoader:
             # --pre, --trusted-host, --only-binary ... do not change what is judged
 
     def _include(self, display: str, loc: Location, spelling: str, target: str, constraint: bool, group) -> None:
+        if "\x00" in target:
+            self.problems.append(InputProblem(loc, f"{spelling}: the file name contains a NUL byte"))
+            return
         if "://" in target:
             self.unit.notes.append(f"{loc}: {spelling} {target} not read (envdoctor gate works offline)")
             return
@@ -438,6 +465,9 @@ def _toml_loads(text: str, display: str, problems: List[InputProblem]) -> Option
         import tomli as tomllib  # type: ignore[no-redef]
     try:
         return tomllib.loads(text)
+    except RecursionError:
+        problems.append(InputProblem(Location(display), "invalid TOML: arrays or tables nested too deeply"))
+        return None
     except tomllib.TOMLDecodeError as exc:
         msg = str(exc)
         mm = re.search(r"\(at line (\d+), column (\d+)\)", msg)
@@ -553,6 +583,9 @@ def _expand_group(key: str, groups: Dict[str, Tuple[str, Any]], stack: List[str]
     if key not in groups:
         problems.append(InputProblem(loc, f"include-group {key!r}: no such dependency group"))
         return []
+    if len(stack) >= MAX_INCLUDE_DEPTH:
+        problems.append(InputProblem(loc, f"dependency groups include each other deeper than {MAX_INCLUDE_DEPTH}"))
+        return []
     name, items = groups[key]
     if not isinstance(items, list):
         problems.append(InputProblem(loc, f"dependency group {name!r} must be a list"))
@@ -634,17 +667,26 @@ def _block_lines(text: str, header: str) -> List[int]:
 
 
 def _locked(name: Any, version: Any, loc: Location, *, marker: Optional[str], index: Optional[str],
-            wheels: Sequence[Any]) -> Optional[InputRequirement]:
+            wheels: Any) -> Tuple[Optional[InputRequirement], Optional[str]]:
+    """A locked package -> (requirement, None), or (None, the problem)."""
     if not isinstance(name, str) or not isinstance(version, str):
-        return None
+        return None, None
+    if not isinstance(wheels, list):
+        return None, f"{name}: wheels must be an array of tables, not {type(wheels).__name__}"
+    problem = long_number(version) or long_number(marker or "")
+    if problem:
+        return None, problem
     tags: List[str] = []
-    for w in wheels or []:
+    for w in wheels:
         if isinstance(w, dict):
-            info = wheel_info(str(w.get("name") or w.get("url") or w.get("path") or ""))
+            try:
+                info = wheel_info(str(w.get("name") or w.get("url") or w.get("path") or ""))
+            except ValueError as exc:
+                return None, f"{name}: a wheel's URL or file name cannot be read: {exc}"
             if info is not None:
                 tags.extend(info[2])
     return InputRequirement(name=canonicalize_name(name), raw=f"{name} {version}", loc=loc, specifier=f"=={version}",
-                            version=version, marker=marker, index=index, wheel_tags=tuple(sorted(set(tags))))
+                            version=version, marker=marker, index=index, wheel_tags=tuple(sorted(set(tags)))), None
 
 
 def parse_pylock(text: str, display: str, unit: InputUnit, problems: List[InputProblem]) -> None:
@@ -669,8 +711,11 @@ def parse_pylock(text: str, display: str, unit: InputUnit, problems: List[InputP
         line = lf.key("name", head) if head else lf.literal(str(p.get("name", "")), 0)
         marker = p.get("marker") if isinstance(p.get("marker"), str) else None
         index = p.get("index") if isinstance(p.get("index"), str) else None
-        req = _locked(p.get("name"), p.get("version"), Location(display, line), marker=marker, index=index,
-                      wheels=p.get("wheels") or [])
+        req, problem = _locked(p.get("name"), p.get("version"), Location(display, line), marker=marker, index=index,
+                               wheels=p.get("wheels", []))
+        if problem:
+            problems.append(InputProblem(Location(display, line), problem))
+            continue
         if req is None:
             if isinstance(p.get("name"), str) and "version" not in p:
                 unit.notes.append(f"{Location(display, line)}: {p['name']} has no version (a directory or VCS entry): "
@@ -704,9 +749,12 @@ def parse_uv_lock(text: str, display: str, unit: InputUnit, problems: List[Input
         marker = None
         if isinstance(markers, list) and markers and all(isinstance(x, str) for x in markers):
             marker = " or ".join(f"({x})" for x in markers)
-        req = _locked(p.get("name"), p.get("version"), Location(display, line), marker=marker,
-                      index=src.get("registry") if isinstance(src.get("registry"), str) else None,
-                      wheels=p.get("wheels") or [])
+        req, problem = _locked(p.get("name"), p.get("version"), Location(display, line), marker=marker,
+                               index=src.get("registry") if isinstance(src.get("registry"), str) else None,
+                               wheels=p.get("wheels", []))
+        if problem:
+            problems.append(InputProblem(Location(display, line), problem))
+            continue
         if req is None:
             problems.append(InputProblem(Location(display, line), "a [[package]] entry needs string name and version"))
             continue
@@ -773,6 +821,7 @@ class _YamlSubset:
                 raise YamlError(n, "YAML directives are not supported", unsupported=True)
             self.lines.append((n, len(body) - len(body.lstrip(" ")), s))
         self.i = 0
+        self.depth = 0
 
     def document(self) -> YNode:
         if not self.lines:
@@ -799,7 +848,23 @@ class _YamlSubset:
             raise YamlError(self.lines[self.i][0], "multi-line plain scalars are not supported", unsupported=True)
         return node
 
+    def _nested(self, read: Callable[[int], YNode], indent: int) -> YNode:
+        """read(indent) one level deeper; YamlError beyond MAX_YAML_DEPTH (the reader recurses per level)."""
+        self.depth += 1
+        try:
+            if self.depth > MAX_YAML_DEPTH:
+                raise YamlError(self.lines[self.i][0], f"nested deeper than {MAX_YAML_DEPTH} levels")
+            return read(indent)
+        finally:
+            self.depth -= 1
+
     def seq(self, indent: int) -> YNode:
+        return self._nested(self._seq, indent)
+
+    def mapping(self, indent: int) -> YNode:
+        return self._nested(self._mapping, indent)
+
+    def _seq(self, indent: int) -> YNode:
         items: List[YNode] = []
         start = self.lines[self.i][0]
         while self.i < len(self.lines):
@@ -822,7 +887,8 @@ class _YamlSubset:
             if self._is_item(rest):
                 raise YamlError(n, "nested sequences on one line ('- - x') are not supported", unsupported=True)
             if _KEY.match(rest):
-                self.lines.insert(self.i, (n, col, rest))
+                self.i -= 1  # re-read this line as the mapping's first 'key: value' (in place: no O(n) insert)
+                self.lines[self.i] = (n, col, rest)
                 items.append(self.mapping(col))
             else:
                 items.append(self.scalar(rest, n))
@@ -830,7 +896,7 @@ class _YamlSubset:
                     raise YamlError(self.lines[self.i][0], "multi-line plain scalars are not supported", unsupported=True)
         return YNode("seq", items, start)
 
-    def mapping(self, indent: int) -> YNode:
+    def _mapping(self, indent: int) -> YNode:
         out: Dict[str, YNode] = {}
         start = self.lines[self.i][0]
         while self.i < len(self.lines):
@@ -939,6 +1005,8 @@ def _unescape(body: str, n: int) -> str:
             hexd = body[i + 2:i + 2 + width]
             if len(hexd) != width or not re.match(r"^[0-9a-fA-F]+$", hexd):
                 raise YamlError(n, f"bad escape \\{nxt}{hexd}")
+            if int(hexd, 16) > 0x10FFFF:
+                raise YamlError(n, f"bad escape \\{nxt}{hexd} (beyond Unicode)")
             out.append(chr(int(hexd, 16)))
             i += 2 + width
         else:
@@ -946,53 +1014,15 @@ def _unescape(body: str, n: int) -> str:
     return "".join(out)
 
 
-def _from_pyyaml(node: Any) -> YNode:
-    import yaml  # type: ignore[import-untyped]
-
-    line = node.start_mark.line + 1
-    if isinstance(node, yaml.ScalarNode):
-        if node.tag.endswith(":null"):
-            return YNode("null", None, line)
-        return YNode("scalar", str(node.value), line)
-    if isinstance(node, yaml.SequenceNode):
-        return YNode("seq", [_from_pyyaml(x) for x in node.value], line)
-    out: Dict[str, YNode] = {}
-    for k, v in node.value:
-        if not isinstance(k, yaml.ScalarNode):
-            raise YamlError(k.start_mark.line + 1, "mapping keys must be plain strings")
-        out[str(k.value)] = _from_pyyaml(v)
-    return YNode("map", out, line)
-
-
 def read_yaml(text: str) -> YNode:
-    """The document as YNodes (each with its line). The built-in subset reader first; PyYAML, when importable,
-    for what the subset reader cannot read. YamlError (with a line) when the text is not valid YAML."""
+    """The document as YNodes (each with its line), read by the built-in subset reader only (never PyYAML: no
+    aliases, so no alias bombs; nesting at most MAX_YAML_DEPTH levels).  YamlError (with a line) when the text
+    is not valid YAML or uses what the subset does not read."""
     try:
         return _YamlSubset(text).document()
-    except YamlError as mine:
-        try:
-            import yaml  # type: ignore[import-untyped]
-        except ImportError:
-            if mine.unsupported:
-                raise YamlError(mine.line, mine.message + " by envdoctor's built-in YAML reader (install PyYAML to read "
-                                                          "this file)") from None
-            raise
-        try:
-            node = yaml.compose(text, Loader=yaml.SafeLoader)
-        except yaml.YAMLError as exc:
-            pmark, cmark = getattr(exc, "problem_mark", None), getattr(exc, "context_mark", None)
-            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            context = getattr(exc, "context", None)
-            # at the end of the text the opening line says more than the last one
-            mark = cmark if (cmark is not None and (pmark is None or "stream end" in problem)) else (pmark or cmark)
-            line = mark.line + 1 if mark is not None else mine.line
-            extra = f" ({context} at line {cmark.line + 1})" if context and cmark is not None and mark is not cmark else ""
-            raise YamlError(line, f"invalid YAML: {problem}{extra}") from None
-        except Exception:  # noqa: BLE001 - PyYAML may fail oddly on garbage: keep our own message
-            raise mine from None
-        if node is None:
-            return YNode("null", None, 1)
-        return _from_pyyaml(node)
+    except YamlError as exc:
+        tail = " (by envdoctor's built-in YAML reader)" if exc.unsupported else ""
+        raise YamlError(exc.line, f"invalid YAML: {exc.message}{tail}", unsupported=exc.unsupported) from None
 
 
 _CONDA_SPEC = re.compile(r"^(?:(?P<channel>[A-Za-z0-9_.\-/:]+)::)?(?P<name>[A-Za-z0-9_.\-]+)\s*(?P<rest>.*)$")
@@ -1001,9 +1031,12 @@ _CONDA_SPEC = re.compile(r"^(?:(?P<channel>[A-Za-z0-9_.\-/:]+)::)?(?P<name>[A-Za
 def parse_conda_spec(text: str, loc: Location) -> Tuple[Optional[InputRequirement], Optional[str]]:
     """A conda match spec ("pytorch", "pytorch=2.1.2", "pytorch::pytorch==2.1.2=py3.10_cuda12.1_cudnn8.9.2_0",
     "python>=3.9", "pytorch-cuda=12.1") -> InputRequirement(conda=True) with a PEP 440 specifier where it converts."""
+    too_long = long_number(text)
+    if too_long:
+        return None, too_long
     mm = _CONDA_SPEC.match(text.strip())
     if not mm:
-        return None, f"invalid conda package spec {text!r}"
+        return None, f"invalid conda package spec {text[:200]!r}"
     name = canonicalize_name(mm.group("name"))
     rest = mm.group("rest").strip()
     build = None

@@ -186,7 +186,7 @@ def stated_snapshot(matrices: Any, *, driver: Optional[str] = None, gpus: Sequen
                     python: Optional[str] = None, platform: Optional[str] = None, cpu: bool = False,
                     base: Optional[Snapshot] = None) -> Snapshot:
     """A Snapshot from stated facts (over ``base`` when given: the stated facts replace its parts).
-    What is not stated stays unknown (probe status "unknown"), so rules stay silent about it."""
+    What is not stated stays unknown (probe status "skipped"), so rules stay silent about it."""
     from envdoctor import __version__
 
     if cpu and (driver or gpus):
@@ -204,7 +204,7 @@ def stated_snapshot(matrices: Any, *, driver: Optional[str] = None, gpus: Sequen
     statuses = {p.name: p for p in snap.probes}
 
     def status(name: str, ok: bool, why: str = "") -> None:
-        statuses[name] = ProbeStatus(name, "ok" if ok else "unknown", "" if ok else why)
+        statuses[name] = ProbeStatus(name, "ok" if ok else "skipped", "" if ok else why)  # not stated: not probed
 
     if platform is not None or stated_all:
         system, machine, wsl, tag = _PLATFORM_FACTS[platform or "linux-x86_64"]
@@ -389,7 +389,7 @@ class Problem:
     """Why (part of) the install cannot work as written; gate_rules.py turns it into a finding."""
 
     kind: str  # not-served | variant-unpublished | unknown-version | no-wheel-python | no-wheel-platform | contradict |
-    #            wheel-tags | ignored-option | pins-unresolvable | no-extra
+    #            wheel-tags | ignored-option | pins-unresolvable | no-extra | deprecated-dist
     severity: str
     subject: str
     locs: List[Location]
@@ -493,6 +493,7 @@ class _Planner:
             spec_text, loc = unit.python
             py, py_from = self._conda_python(spec_text, loc, snap)
         self.t = target_of(snap, python=py, python_from=py_from)
+        self.cpu_only = not snap.gpus and snap.driver.state == "not_installed"  # --cpu or a probed CPU machine
         self.plan = Plan(unit, self.t)
         if self.python_note:
             self.plan.assumptions.append(self.python_note)
@@ -1044,6 +1045,8 @@ class _Planner:
                               "python_ok": self.python_ok(rel.python), "python_spec": rel.python})
         pre = self.pre or any(_v(s.version) is not None and _v(s.version).is_prerelease for s in exact)
         matching = [c for c in cands if spec.contains(c["version"], prereleases=True if pre else None)]
+        if self._deprecated_tf(pkg, reqs, dist, spec, exact, matching, cands):
+            return
         viable = [c for c in matching if c["python_ok"] is not False]
         subject = primary.raw
         if not viable:
@@ -1066,6 +1069,35 @@ class _Planner:
             return
         best = max(viable, key=lambda c: c["version"])
         self._tf_chosen(pkg, best, dist, spec)
+
+    def _deprecated_tf(self, pkg: PlannedPackage, reqs, dist: str, spec: SpecifierSet, exact, matching, cands) -> bool:
+        """A line that can only get a stub release of a deprecated name (tensorflow-gpu 2.12+: an empty sdist that
+        fails to build, never a CUDA build): a problem with the replacement to pin, and no planned package."""
+        lookup = getattr(self.m, "deprecated_distribution", None)
+        stub = lookup(dist) if lookup is not None else None
+        if stub is None:
+            return False
+        hit = [s.version for s in exact if stub.covers(s.version)] or [c["text"] for c in matching if stub.covers(c["text"])]
+        if not hit:
+            return False  # e.g. tensorflow-gpu<2.12: a real (old) release under the old name
+        # the replacement: the pinned release under its real name, else the newest one the target's Python can use
+        fits = [c for c in cands if c["python_ok"] is not False]
+        pinned = [c for c in fits if exact and c["text"] == hit[0]]
+        best = pinned or sorted([c for c in fits if spec.contains(c["version"], prereleases=True)] or fits,
+                                key=lambda c: c["version"])
+        extras = ""
+        if best:
+            rel, text = best[-1]["release"], best[-1]["text"]
+            plat = self.t.tf_platform
+            if stub.gpu_extra and rel.and_cuda and plat is not None and rel.gpu_on(plat) and not self.cpu_only:
+                extras = f"[{stub.gpu_extra}]"
+            replacement = f"{stub.replacement}{extras}=={text}"
+        else:
+            replacement = stub.replacement
+        self.problem("deprecated-dist", "error", pkg.primary.raw, reqs, package=dist, version=hit[0], row=stub,
+                     replacement=replacement, family="tensorflow")
+        self.plan.packages.remove(pkg)
+        return True
 
     def _tf_chosen(self, pkg: PlannedPackage, c: Dict[str, Any], dist: str, spec: SpecifierSet) -> None:
         rel = c["release"]

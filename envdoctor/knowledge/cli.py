@@ -43,7 +43,7 @@ def table_rows(m, table: str) -> Dict[str, List[Any]]:
     if table == "cudnn":
         return {"release": list(m.cudnn_releases)}
     if table == "incompatibilities":
-        return {"fact": list(m.incompatibilities)}
+        return {"fact": list(m.incompatibilities), "deprecated_distribution": list(m.deprecated_distributions)}
     raise BadInput(f"unknown table {table!r}; tables: {', '.join(TABLE_NAMES)}")
 
 

@@ -211,6 +211,11 @@ SPECS: Dict[str, Dict[str, RowSpec]] = {
             _req(key="str", value="str", summary="str"),
             dict(applies_to="list_str", message="text", note="text"),
             ("key",)),
+        # a distribution name that, for `versions`, installs no framework (renamed or emptied): use `replacement`
+        "deprecated_distribution": RowSpec(
+            _req(name="str", versions="spec", replacement="str", summary="str"),
+            dict(gpu_extra="str", note="text"),
+            ("name", "versions")),
     },
 }
 
@@ -268,40 +273,56 @@ def cache_file(table: str, cache_dir: Optional[Path] = None) -> Path:
 # --------------------------------------------------------------------------- reading one file
 
 
-def parse_toml_cached(text: str) -> Dict[str, Any]:
+def parse_toml_cached(text: str, warnings: Optional[List[str]] = None) -> Dict[str, Any]:
     """tomllib.loads, memoised on disk by content hash.
 
     Parsing the bundled tables with the pure-Python TOML parser costs more than
     the whole rest of `envdoctor check`; the parsed form of the exact same text
-    is kept as JSON under the cache dir (`<cache root>/parsed/`), best effort:
-    an unwritable or corrupt cache only means parsing again. Set
+    is kept as JSON under the cache dir (`<cache root>/parsed/`), best effort,
+    as ``{"key": <content hash>, "data": <parsed table>}``.  A cache entry that
+    cannot be read, is not that shape, holds another key, is nested too deeply
+    or holds huge numbers is deleted, named in ``warnings``, and the text is
+    parsed again.  An unwritable cache only means parsing again.  Set
     ENVDOCTOR_NO_PARSE_CACHE=1 to bypass it.
     """
     import hashlib
     import json
 
+    from envdoctor.infile import Unreadable, read_text as read_input, safe_json_or_none, why
+
     if os.environ.get("ENVDOCTOR_NO_PARSE_CACHE"):
         return _toml.loads(text)
     key = hashlib.sha256(text.encode("utf-8")).hexdigest()[:40]
-    cached = default_cache_dir().parent / "parsed" / f"{key}.json"
+    cached = default_cache_dir().parent / "parsed" / f"{key}.v2.json"  # v2: {"key", "data"}; older entries unread
+    problem = ""
     try:
-        with open(cached, encoding="utf-8") as fh:
-            data = json.load(fh)
-        if isinstance(data, dict):
-            return data
-    except (OSError, ValueError):
+        entry = safe_json_or_none(read_input(cached))
+        if isinstance(entry, dict) and entry.get("key") == key and isinstance(entry.get("data"), dict):
+            return entry["data"]
+        problem = "not a parse-cache entry of this text (corrupt, truncated or nested too deeply)"
+    except FileNotFoundError:
         pass
+    except (OSError, Unreadable) as exc:
+        problem = why(exc)
+    if problem:
+        if warnings is not None:
+            warnings.append(f"{cached}: parse cache entry discarded ({problem}); the table was parsed again")
+        try:
+            cached.unlink()
+        except OSError:
+            pass
     data = _toml.loads(text)
     try:
-        payload = json.dumps(data)
+        payload = json.dumps({"key": key, "data": data})
     except (TypeError, ValueError):  # a TOML date or time value: not cacheable as JSON
         return data
+    from envdoctor.errors import EnvdoctorError
+    from envdoctor.outfile import write_output
+
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
-        tmp.write_text(payload, encoding="utf-8")
-        os.replace(tmp, cached)
-    except OSError:
+        write_output(str(cached), payload)
+    except (OSError, EnvdoctorError):
         pass
     return data
 
@@ -370,13 +391,15 @@ def read_table_file(path: Path, table: str, strict: bool) -> Tuple[Optional[RawT
     """
     warnings: List[str] = []
     what = "cache file ignored, bundled data used" if strict else "row skipped"
+    from envdoctor.infile import read_text as read_input, why
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        warnings.append(f"{path}: cannot read: {exc}" + ("; cache file ignored, bundled data used" if strict else ""))
+        text = read_input(path)  # a regular file only, bounded: a FIFO in the cache folder never blocks
+    except (OSError, ValueError) as exc:
+        warnings.append(f"{path}: cannot read: {why(exc)}" + ("; cache file ignored, bundled data used" if strict else ""))
         return None, warnings
     try:
-        data = parse_toml_cached(text)
+        data = parse_toml_cached(text, warnings)
     except _toml.TOMLDecodeError as exc:
         m = _TOML_LINE.search(str(exc))
         line = int(m.group(1)) if m else (max(1, len(text.splitlines())) if "end of document" in str(exc) else None)
@@ -577,3 +600,7 @@ def build_cudnn(mt: MergedTable) -> List[T.CudnnRelease]:
 
 def build_incompatibilities(mt: MergedTable) -> List[T.Incompatibility]:
     return [_kw(T.Incompatibility, r.data, r.origin) for r in mt.rows.get("fact", [])]
+
+
+def build_deprecated_distributions(mt: MergedTable) -> List[T.DeprecatedDistribution]:
+    return [_kw(T.DeprecatedDistribution, r.data, r.origin) for r in mt.rows.get("deprecated_distribution", [])]

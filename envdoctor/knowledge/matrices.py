@@ -14,6 +14,7 @@ from .tables import (
     CondaChannel,
     CudaRelease,
     CudnnRelease,
+    DeprecatedDistribution,
     GpuInfo,
     Incompatibility,
     JaxRelease,
@@ -68,6 +69,7 @@ class Matrices:
         jax_releases: List[JaxRelease],
         cudnn_releases: List[CudnnRelease],
         incompatibilities: List[Incompatibility],
+        deprecated_distributions: Optional[List[DeprecatedDistribution]] = None,
     ) -> None:
         self.collected = collected
         self.warnings = warnings
@@ -86,6 +88,7 @@ class Matrices:
         self._torch = {r.version: r for r in pytorch_releases}
         self._tf = {r.version: r for r in tensorflow_releases}
         self._facts = {f.key: f for f in incompatibilities}
+        self.deprecated_distributions = list(deprecated_distributions or [])
         self._gpu_index: Dict[Tuple[str, ...], GpuInfo] = {}
         for g in gpus:
             for spelling in [g.name] + list(g.aliases):
@@ -298,6 +301,20 @@ class Matrices:
     def incompatibility(self, key: str) -> Optional[Incompatibility]:
         return self._facts.get(key)
 
+    def deprecated_distribution(self, name: str, version: Optional[str] = None) -> Optional[DeprecatedDistribution]:
+        """The row saying distribution `name` at `version` (None: some release of it) installs no framework."""
+        norm = re.sub(r"[-_.]+", "-", str(name or "")).lower()
+        for row in self.deprecated_distributions:
+            if row.name == norm and row.covers(version):
+                return row
+        return None
+
+    def install_name(self, name: str, version: Optional[str]) -> str:
+        """The distribution to name in a pip command for `name`==`version`: its replacement where `name` is only
+        a stub at that version (tensorflow-gpu 2.12+ -> tensorflow), else `name` itself."""
+        row = self.deprecated_distribution(name, version) if version is not None else None
+        return row.replacement if row is not None else name
+
     def row_source(self, row: object) -> str:
         """``"<source> [verified: <how>]"`` of any row."""
         src = getattr(row, "source", None) or "unknown source"
@@ -349,6 +366,8 @@ def load_matrices(cache_dir: Optional[Path] = None, bundled_dir: Optional[Path] 
     jax = guarded("jax", lambda: L.build_jax(merged["jax"], warnings), [])
     cudnn = guarded("cudnn", lambda: L.build_cudnn(merged["cudnn"]), [])
     facts = guarded("incompatibilities", lambda: L.build_incompatibilities(merged["incompatibilities"]), [])
+    deprecated = guarded("incompatibilities",
+                         lambda: L.build_deprecated_distributions(merged["incompatibilities"]), [])
     table_collected = {t: m.collected for t, m in merged.items()}
     dates = [d for d in table_collected.values() if d]
     return Matrices(
@@ -366,4 +385,5 @@ def load_matrices(cache_dir: Optional[Path] = None, bundled_dir: Optional[Path] 
         jax_releases=jax,
         cudnn_releases=cudnn,
         incompatibilities=facts,
+        deprecated_distributions=deprecated,
     )

@@ -536,6 +536,30 @@ class CudnnRelease(_Row):
 
 
 @dataclass(frozen=True)
+class DeprecatedDistribution(_Row):
+    """A distribution name that, for the releases in `versions`, installs no framework: a stub (tensorflow-gpu
+    2.12+) or a rename. `replacement` is what to install instead; `gpu_extra` its extra for the CUDA libraries,
+    where the replacement release has it."""
+
+    name: str
+    versions: str
+    replacement: str
+    summary: str
+    source: str
+    verified: str
+    gpu_extra: Optional[str] = None
+    note: Optional[str] = None
+    origin: str = ""
+
+    def covers(self, version: Optional[str]) -> bool:
+        """`version` (None: any) is one of the stub releases."""
+        if version is None:
+            return True
+        v = parse_version(version)
+        return v is not None and SpecifierSet(self.versions).contains(v, prereleases=True)
+
+
+@dataclass(frozen=True)
 class Incompatibility(_Row):
     key: str
     value: str

@@ -52,7 +52,7 @@ def _fw_option(name: str):
               show_default=True, help="requirements-cuda.txt (pip / uv), environment.yml (conda) or json.")
 @click.option("--name", "env_name", metavar="NAME", help="Name of the conda environment (--format conda).")
 @click.option("-o", "--output", metavar="FILE", help="Write the lock to FILE (atomically); refuses to replace a different file.")
-@click.option("--force", is_flag=True, help="With -o: replace an existing, different FILE.")
+@click.option("--force", is_flag=True, help="With -o: replace an existing, different FILE (or create a dangling symlink's target).")
 @click.option("--check", "check_file", metavar="FILE",
               help="Re-verify an existing lock against the machine or target; exit 1 when it no longer fits.")
 def lock(cuda, driver, gpus, python_opt, python_version, platform, cpu, torch, tensorflow, jax, companions, root_dir,
@@ -299,26 +299,19 @@ def _command_line(cuda, driver, gpus, python_path, python_version, platform, cpu
 
 
 def _write(path: str, text: str, force: bool) -> bool:
-    """Write atomically; an identical existing file is left alone (False), a different one needs --force."""
-    from pathlib import Path
-
+    """Write by envdoctor.outfile's rules; an identical existing file is left alone (False), a different one needs
+    --force.  Only a regular file is compared, reading at most the new text's length: a device, a FIFO or
+    /dev/stdout is written through, never read."""
     from envdoctor.errors import BadInput
-    from envdoctor.snapshot_io import write_atomic
+    from envdoctor.outfile import exists, resolve, same_as, write_output
 
-    p = Path(path)
-    final = text if text.endswith("\n") else text + "\n"
-    if p.is_dir():
-        raise BadInput(f"-o {path} is a directory")
-    if p.exists():
-        try:
-            current = p.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            current = None
-        if current == final:
+    kind, _where = resolve(path, force)  # a folder, a socket or a dangling symlink (without --force): BadInput
+    if kind == "file" and exists(path):
+        if same_as(path, text):
             return False
         if not force:
             raise BadInput(f"{path} exists and differs from this lock; pass --force to replace it")
-    write_atomic(p, final)
+    write_output(path, text, force=force)
     return True
 
 
@@ -326,23 +319,16 @@ def _write(path: str, text: str, force: bool) -> bool:
 
 
 def _run_check(m: Any, path: str, target: Any, machine: Any, fmt: str, given: Dict[str, bool]) -> int:
-    from pathlib import Path
-
     from envdoctor.errors import BadInput
+    from envdoctor.infile import read_text_or_bad_input
     from envdoctor.lock.render import parse_lock
     from envdoctor.lock.resolve import GpuTarget, check
 
-    p = Path(path)
-    if not p.is_file():
-        raise BadInput(f"--check {path}: no such file")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"--check {path}: cannot read it as text ({exc})") from None
+    text = read_text_or_bad_input(path, "--check")
     parsed = parse_lock(text, where=path)
     if not parsed.requirements:
         raise BadInput(f"--check {path}: no pinned requirements found (is it a lock written by envdoctor lock?)")
-    rec = parsed.record or {}
+    rec = parsed.record if isinstance(parsed.record, dict) else {}
     kinds = {str(x.get("framework")): str(x.get("build")) for x in rec.get("picks") or [] if isinstance(x, dict)}
     lock_platform = rec.get("platform") if rec.get("platform") else None
     # What neither the machine nor a flag says is taken as the lock assumed it.

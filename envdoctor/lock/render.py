@@ -225,10 +225,9 @@ def parse_lock(text: str, where: str = "the lock file") -> ParsedLock:
     """Read a lock written by ``render`` (any format) back: the header record, the pins, the index lines."""
     stripped = text.lstrip()
     if stripped.startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise BadInput(f"{where} is not valid JSON: line {exc.lineno}: {exc.msg}") from None
+        from envdoctor.infile import loads_json
+
+        data = loads_json(text, where)  # bounded depth and numbers: BadInput naming the file and line
         if not isinstance(data, dict) or data.get("schema") != SCHEMA or "lock" not in data:
             raise BadInput(f"{where} is not an envdoctor lock (no {SCHEMA!r} schema)")
         lines = [x for x in data.get("requirements") or [] if isinstance(x, str)]
@@ -237,10 +236,10 @@ def parse_lock(text: str, where: str = "the lock file") -> ParsedLock:
     for line in text.splitlines():
         s = line.strip()
         if s.startswith("#") and s[1:].strip().startswith(RECORD_PREFIX):
-            try:
-                record = json.loads(s[1:].strip()[len(RECORD_PREFIX):])
-            except json.JSONDecodeError:
-                record = None
+            from envdoctor.infile import safe_json_or_none
+
+            record = safe_json_or_none(s[1:].strip()[len(RECORD_PREFIX):])
+            record = record if isinstance(record, dict) else None
             break
     is_conda = bool(re.search(r"^dependencies\s*:", text, re.MULTILINE))
     lines: List[str] = []

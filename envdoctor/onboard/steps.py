@@ -98,9 +98,10 @@ class State:
     @staticmethod
     def read(path: str) -> Optional["State"]:
         """The state at path; None when there is none or it is not onboard's."""
+        from envdoctor.infile import read_text as read_input, safe_json_or_none
+
         try:
-            with open(path, encoding="utf-8") as fh:
-                data = json.load(fh)
+            data = safe_json_or_none(read_input(path))  # bounded, a regular file only
         except (OSError, ValueError):
             return None
         if not isinstance(data, dict) or data.get("schema") != P.SCHEMA or not isinstance(data.get("steps"), dict):
@@ -534,11 +535,15 @@ class Onboarding:
             if o.emit_script:
                 from envdoctor.snapshot_io import write_atomic
 
-                write_atomic(o.emit_script, script)
-                try:
-                    os.chmod(o.emit_script, 0o755 & ~_umask())
-                except OSError:
-                    pass
+                from envdoctor.outfile import resolve, umask
+
+                write_atomic(o.emit_script, script, force=o.force)
+                kind, where = resolve(o.emit_script, force=True)
+                if kind == "file":  # a device or FIFO written through keeps its mode
+                    try:
+                        os.chmod(where, 0o755 & ~umask())
+                    except OSError:
+                        pass
                 self.progress.echo(f"envdoctor onboard: wrote {o.emit_script} (nothing else was changed)")
             else:
                 self.out(script.rstrip("\n"))
@@ -786,9 +791,3 @@ def _today() -> str:
     if epoch and epoch.strip().isdigit():
         return datetime.datetime.fromtimestamp(int(epoch), tz=datetime.timezone.utc).date().isoformat()
     return datetime.datetime.now(tz=datetime.timezone.utc).date().isoformat()
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

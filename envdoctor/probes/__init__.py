@@ -15,7 +15,7 @@ from typing import List, Sequence, Tuple
 
 from envdoctor import __version__
 from envdoctor.errors import BadInput
-from envdoctor.probes.base import ProbeContext, ProbeFn, ProbeUnknown
+from envdoctor.probes.base import ProbeContext, ProbeFn, ProbeSkipped, ProbeUnknown
 from envdoctor.snapshot import ProbeStatus, Snapshot
 from envdoctor.subproc import kill_all
 
@@ -43,6 +43,8 @@ def _run_one(name: str, fn: ProbeFn, ctx: ProbeContext, snap: Snapshot) -> Probe
     try:
         fn(ctx, snap)
         status = ProbeStatus(name, "ok")
+    except ProbeSkipped as exc:
+        status = ProbeStatus(name, "skipped", str(exc))
     except ProbeUnknown as exc:
         status = ProbeStatus(name, "unknown", str(exc))
     except BadInput:
@@ -70,8 +72,11 @@ def run_probes(ctx: ProbeContext, stages: Sequence[Sequence[Tuple[str, ProbeFn]]
             raise
         finally:
             pool.shutdown(wait=True)
+    if ctx.root.unreadable:  # a FIFO or device where a system file should be: said, never read (fsroot)
+        statuses.append(ProbeStatus("files", "unknown", "not read: " + "; ".join(
+            f"{path} ({why})" for path, why in sorted(ctx.root.unreadable.items()))))
     snap.probes = statuses
     return snap
 
 
-__all__ = ["ProbeContext", "ProbeUnknown", "run_probes"]
+__all__ = ["ProbeContext", "ProbeSkipped", "ProbeUnknown", "run_probes"]

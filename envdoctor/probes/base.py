@@ -1,9 +1,11 @@
 """What every probe gets and how it reports.
 
 A probe is a function `probe(ctx, snap) -> None` that fills its own part of the
-snapshot. It may raise ProbeUnknown("reason") to say its part stays unknown; any
-other exception is caught by the runner and recorded too, so one failing probe
-never sinks the report.
+snapshot. It may raise ProbeUnknown("reason") to say its part stays unknown, or
+ProbeSkipped("reason") when it did not look on purpose; any other exception is
+caught by the runner and recorded as "error", so one failing probe never sinks
+the report. The rules tell a part that is absent from one that is unknown by the
+probe's status (ED002 reports every probe that could not answer).
 """
 from __future__ import annotations
 
@@ -18,7 +20,11 @@ from envdoctor.subproc import DEFAULT_TIMEOUT, Runner
 
 
 class ProbeUnknown(Exception):
-    """The probe could not answer; its part of the snapshot stays unknown."""
+    """The probe could not answer; its part of the snapshot stays unknown (status "unknown", a finding: ED002)."""
+
+
+class ProbeSkipped(ProbeUnknown):
+    """The probe did not look, on purpose (e.g. the Python environment of an image root): status "skipped"."""
 
 
 @dataclass

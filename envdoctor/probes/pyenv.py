@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from envdoctor.errors import BadInput
 from envdoctor.parsers import jax_build, tf_build_info, torch_version
 from envdoctor.probes import _pyenv_helper as helper
-from envdoctor.probes.base import ProbeContext, ProbeUnknown
+from envdoctor.probes.base import ProbeContext, ProbeSkipped, ProbeUnknown
 from envdoctor.snapshot import Evidence, Framework, PythonEnv, Snapshot
 from envdoctor.subproc import Runner
 
@@ -127,6 +127,67 @@ def check_target_python(path: str, runner: Runner, timeout: Optional[float] = No
     if data is None:
         raise BadInput(f"--python {path}: {reason}")
     return data
+
+
+# -- checking the helper's answer ---------------------------------------------------
+
+_TOP_TEXT = ("executable", "version", "implementation", "prefix", "base_prefix", "real_prefix", "platform")
+_DIST_TEXT = ("name", "normalized", "version", "location", "metadata_path", "requires_python", "installer")
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
+            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _texts(where: str, obj: dict, keys) -> Optional[str]:
+    for k in keys:
+        if obj.get(k) is not None and not isinstance(obj.get(k), str):
+            return f"{where}{k} is {_type_name(obj[k])}, not a string"
+    return None
+
+
+def _text_list(where: str, value: Any) -> Optional[str]:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        return f"{where} is {_type_name(value)}, not a list"
+    bad = next((x for x in value if not isinstance(x, str)), None)
+    return f"{where} holds {_type_name(bad)}, not strings" if bad is not None or None in value else None
+
+
+def helper_answer_problem(data: dict) -> Optional[str]:
+    """What is wrong with the shape of the helper's answer (a field of the wrong type), or None.
+
+    The helper is ours, but it runs in an interpreter we do not control (a sitecustomize, a patched
+    json module, a wrapper script): a malformed answer is a probe error, never a silently empty section."""
+    problem = _texts("", data, _TOP_TEXT) or _text_list("sys_path", data.get("sys_path")) \
+        or _text_list("site_dirs", data.get("site_dirs"))
+    if problem:
+        return problem
+    for i, d in enumerate(data.get("dists") or []):
+        where = f"dists[{i}]"
+        if not isinstance(d, dict):
+            return f"{where} is {_type_name(d)}, not an object"
+        problem = _texts(where + ".", d, _DIST_TEXT) or _text_list(where + ".requires_dist", d.get("requires_dist"))
+        if problem:
+            return problem
+        for j, other in enumerate(d.get("shadowed") or []):
+            if not isinstance(other, dict):
+                return f"{where}.shadowed[{j}] is {_type_name(other)}, not an object"
+            problem = _texts(f"{where}.shadowed[{j}].", other, ("version", "location", "metadata_path"))
+            if problem:
+                return problem
+        files = d.get("files")
+        if files is not None and not isinstance(files, dict):
+            return f"{where}.files is {_type_name(files)}, not an object"
+        for rel, entry in (files or {}).items():
+            if not isinstance(entry, dict):
+                return f"{where}.files[{rel!r}] is {_type_name(entry)}, not an object"
+            problem = _texts(f"{where}.files[{rel!r}].", entry, ("path", "text"))
+            if problem:
+                return problem
+    return None
 
 
 # -- turning the helper's report into the snapshot -----------------------------------
@@ -354,10 +415,14 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
         data = check_target_python(python, ctx.runner)
     else:
         if not ctx.root.is_live:
-            raise ProbeUnknown("the Python environment of an image root is not probed (give --python to name one)")
+            raise ProbeSkipped("the Python environment of an image root is not probed (give --python to name one)")
         data = _collect_in_process(python, chosen_by, ctx)
         if data is None:
             data, reason = run_helper(python, ctx.runner)
             if data is None:
                 raise ProbeUnknown(f"{python} ({chosen_by}): {reason}")
+    problem = helper_answer_problem(data)
+    if problem:
+        snap.python = PythonEnv(executable=str(python))  # the section names the interpreter it could not read
+        raise ProbeUnknown(f"{python} ({chosen_by}) answered in an unexpected shape: {problem}")
     snap.python = python_env_from(data, chosen_by)

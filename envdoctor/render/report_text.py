@@ -17,7 +17,35 @@ AREA_TITLE = {
 }
 
 
+# the probes each area line is made of: when one could not answer, the line says so and is never ✓
+AREA_PROBES = {
+    "platform": ("platform",), "driver": ("nvidia",), "gpu": ("nvidia", "rocm"), "toolkit": ("toolkits",),
+    "cudnn": ("cudnn",), "python": ("python",), "environment": ("loader",),
+}
+
+
+def failed_probes(area: str, snap: Snapshot) -> List[str]:
+    """'name: why' for each probe behind `area` that could not answer (skipped on purpose is not a failure)."""
+    from envdoctor.rules.summary import PROBE_ANSWERED
+
+    out = []
+    for name in AREA_PROBES.get(area, ()):
+        p = snap.probe(name)
+        if p is not None and p.status not in PROBE_ANSWERED:
+            out.append(f"{name} probe: {p.reason or p.status}")
+    return out
+
+
 def _area_summary(area: str, snap: Snapshot) -> Optional[str]:
+    failed = failed_probes(area, snap)
+    if failed:
+        known = _known_summary(area, snap)
+        return ((known + "; ") if known and known not in ("none", "unknown") else "") + \
+            "could not determine (" + "; ".join(failed) + ")"
+    return _known_summary(area, snap)
+
+
+def _known_summary(area: str, snap: Snapshot) -> Optional[str]:
     p = snap.platform
     if area == "platform":
         bits = [p.distro_name or p.system or "unknown OS", p.machine]
@@ -54,7 +82,9 @@ def _area_summary(area: str, snap: Snapshot) -> Optional[str]:
         return f"{fw.version} ({build} build)" + (f"; {', '.join(comp)}" if comp else "")
     if area == "python":
         py = snap.python
-        return f"{py.version} at {py.executable}" if py.executable else None
+        if not py.executable:
+            return None
+        return f"{py.version} at {py.executable}" if py.version else py.executable
     return None
 
 
@@ -74,6 +104,8 @@ def render_report_text(report: Report, verbose: bool = False, color: bool = Fals
         if summary is None and not found:
             continue
         worst = max((f.severity for f in found), key=lambda s: SEVERITY_RANK[s], default="ok")
+        if failed_probes(area, report.snapshot) and SEVERITY_RANK[worst] < SEVERITY_RANK["warning"]:
+            worst = "warning"  # a part envdoctor could not determine is never shown as fine
         head = f"[{MARK[worst]}] {AREA_TITLE.get(area, area)}" + (f": {summary}" if summary else "")
         lines.append(style(head, worst))
         for f in found:

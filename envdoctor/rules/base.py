@@ -67,6 +67,7 @@ class Rule:
     example: str
     references: List[str]
     check: Callable[["Any"], List[Finding]]
+    module: str = ""  # the module that registered it: its family (envdoctor.rules.engine.FAMILY_MODULES)
 
     def finding(self, message: str, *, severity: Optional[str] = None, evidence=None, fix=None,
                 cause: Optional[str] = None, subject: str = "", title: Optional[str] = None,
@@ -100,6 +101,7 @@ def rule(*, id: str, name: str, title: str, severity: str, area: str, rationale:
             raise ValueError(f"duplicate rule id {id}")
         r = Rule(id, name, title, severity, area, rationale.strip(), example.strip(), list(references), lambda ctx: [])
         r.check = lambda ctx, _fn=fn, _r=r: list(_fn(ctx, _r) or [])
+        r.module = getattr(fn, "__module__", "") or ""
         REGISTRY[id] = r
         return fn
 

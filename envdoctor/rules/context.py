@@ -93,11 +93,16 @@ class Context:
 
     # -- frameworks ----------------------------------------------------------
     def framework(self, name: str) -> Optional[Framework]:
-        return self.snap.framework(name)
+        return next((fw for fw in self.frameworks if fw.name == name), None)
 
     @property
     def frameworks(self) -> List[Framework]:
-        return list(self.snap.python.frameworks)
+        """The installed frameworks, less records of stub releases (tensorflow-gpu 2.12+ holds no TensorFlow:
+        ED420 says so, and no rule judges it as a build)."""
+        lookup = getattr(self.matrices, "deprecated_distribution", None)
+        if lookup is None:
+            return list(self.snap.python.frameworks)
+        return [fw for fw in self.snap.python.frameworks if lookup(fw.distribution, fw.version or "") is None]
 
     @property
     def python_version(self) -> Optional[str]:

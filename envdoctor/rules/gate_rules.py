@@ -48,6 +48,12 @@ def _row_src(ctx, row) -> str:
     return row_source(ctx.matrices, row)
 
 
+def _install_name(ctx, package: str, version: str) -> str:
+    """The name to pin `package` `version` under: its replacement where that release is only a stub."""
+    m = ctx.matrices
+    return m.install_name(package, version) if m is not None and hasattr(m, "install_name") else package
+
+
 def _file_of(p) -> str:
     return p.locs[0].file if p.locs else "the requirements file"
 
@@ -348,7 +354,8 @@ def no_wheel_for_target(ctx, r):
                    f"{p.subject}\".")
             alt = _python_alternative(ctx, f.get("family") or f["package"], f["version"], plan.target.python)
             if alt:
-                fix += [f"Pin {f['package']} {alt}, the nearest release with Python {plan.target.python_xy} wheels, "
+                name = _install_name(ctx, f["package"], alt)  # never a stub (tensorflow-gpu 2.12+)
+                fix += [f"Pin {name} {alt}, the nearest release with Python {plan.target.python_xy} wheels, "
                         f"or build the environment with a Python in {f.get('python_spec')}."]
             else:
                 fix += [f"Build the environment with a Python in {f.get('python_spec')}."]
@@ -498,4 +505,42 @@ def index_option_on_requirement_line(ctx, r):
         fix = [f"Move it to a line of its own in {_file_of(p)} (it then applies to the whole install):",
                f"{'--extra-index-url' if opt in ('-i', '--index-url', '--extra-index-url') else opt} {value}"]
         out.append(r.finding(msg, evidence=_line_evidence(plan, p), fix=fix, subject=p.subject))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# ED807
+# ----------------------------------------------------------------------------------------------
+@rule(
+    id="ED807",
+    name="deprecated-distribution",
+    title="The requirement names a distribution that installs no framework",
+    severity="error",
+    area="tensorflow",
+    rationale="""
+Some names stay on the index after their project moved: from 2.12, tensorflow-gpu is an empty 2.6 kB sdist whose
+setup.py only raises "The tensorflow-gpu package has been removed! Please install tensorflow instead" (pip cannot
+even build its metadata), and there never was a CUDA build under that name after 2.11. A requirement that can only
+get such a release fails before anything runs. tensorflow and tensorflow-gpu have been the same package since 2.1,
+so the fix is the real name: tensorflow[and-cuda] (the pip-installed CUDA libraries, 2.14+) or tensorflow.
+The names and releases are data (matrices/incompatibilities.toml, [[deprecated_distribution]]).
+""",
+    example="`tensorflow-gpu==2.12.0`: `ED807 error`, fix `tensorflow==2.12.0`; `tensorflow-gpu` on a Linux GPU target: "
+            "fix `tensorflow[and-cuda]==2.21.0`.",
+    references=["https://github.com/opendatahub-io/notebooks/issues/42",
+                "https://github.com/dionhaefner/pyhpc-benchmarks/issues/17"],
+)
+def deprecated_distribution(ctx, r):
+    plan = _plan(ctx)
+    out = []
+    for p in _problems(ctx, "deprecated-dist"):
+        f = p.facts
+        row = f.get("row")
+        ev = _line_evidence(plan, p) + [EvidenceItem(f"{f['package']} {getattr(row, 'versions', '')}",
+                                                     str(getattr(row, "summary", "")), _row_src(ctx, row))]
+        msg = (f"{p.subject}: {f['package']} {getattr(row, 'versions', '')} is an empty stub, not a framework build, "
+               f"so pip fails on this line. {getattr(row, 'summary', '')}")
+        fix = [f"Replace the line in {_file_of(p)} with:", str(f["replacement"]),
+               f"$ pip install '{f['replacement']}'"]
+        out.append(r.finding(msg, evidence=ev, fix=fix, subject=p.subject, cause=f"gate-install:{p.subject}"))
     return out

@@ -845,3 +845,59 @@ def nvidia_visible_devices_void(ctx, r):
 
 
 __all__ = ["DRIVER_CAUSE", "VISIBLE_CAUSE", "VisibleDevices", "resolve_visible_devices"]
+
+
+# -- deprecated distribution names -----------------------------------------------------------------
+@rule(
+    id="ED420",
+    name="deprecated-distribution-installed",
+    title="A framework is installed under a deprecated distribution name",
+    severity="info",
+    area="tensorflow",
+    rationale="""
+tensorflow-gpu was TensorFlow under another name: since TensorFlow 2.1 the two were built the same way and both
+use the GPU. The name ends at 2.11; from 2.12 tensorflow-gpu is an empty stub sdist that installs nothing (pip
+cannot even build it). An installed tensorflow-gpu up to 2.11 is a real, old TensorFlow whose upgrades must use
+the name tensorflow (tensorflow[and-cuda] from 2.14 for the pip CUDA libraries); a tensorflow-gpu record at a
+stub release holds no TensorFlow at all (error); the old, working one is an info. The names and releases are data
+(matrices/incompatibilities.toml, [[deprecated_distribution]]).
+""",
+    example="tensorflow-gpu 2.10.0 installed: `ED420 info`, fix `pip uninstall -y tensorflow-gpu` and "
+            "`pip install 'tensorflow[and-cuda]~=2.21.0'`.",
+    references=["https://github.com/opendatahub-io/notebooks/issues/42",
+                "https://github.com/dionhaefner/pyhpc-benchmarks/issues/17"],
+)
+def deprecated_distribution_installed(ctx, r):
+    from envdoctor.rules.context import row_source
+    from envdoctor.rules.cuda_driver import tf_choice, tf_command
+
+    m = ctx.matrices
+    lookup = getattr(m, "deprecated_distribution", None)
+    if lookup is None:
+        return []
+    out = []
+    for fw in ctx.snap.python.frameworks:  # ctx.frameworks leaves the stubs out
+        row = lookup(fw.distribution)
+        if row is None:
+            continue
+        label = f"{fw.distribution} {fw.version}"
+        ev = [EvidenceItem("installed", label, fw.evidence[0].source if fw.evidence else f"python.packages:{fw.distribution}"),
+              EvidenceItem(f"{row.name} {row.versions}", row.summary, row_source(m, row))]
+        rel = tf_choice(ctx, lambda rel: True) if row.replacement == "tensorflow" else None
+        if rel is None:
+            install = f"$ pip install {row.replacement}"
+        elif ctx.has_nvidia_gpu:
+            install = tf_command(rel)  # tensorflow[and-cuda] where the release has the extra
+        else:
+            install = f"$ pip install '{row.replacement}~={rel.tested}'"
+        fix = [f"$ pip uninstall -y {fw.distribution}", install]
+        if row.covers(fw.version):
+            out.append(r.finding(
+                f"{label} is installed, but {row.name} {row.versions} is an empty stub, not a framework build: "
+                f"{row.summary}", severity="error", evidence=ev, fix=fix, subject=label))
+        else:
+            out.append(r.finding(
+                f"{label} is {row.replacement} {fw.version} under its old name; the name ends before {row.versions}, "
+                f"so every upgrade must install {row.replacement} instead (pip would otherwise fetch the empty stub).",
+                evidence=ev, fix=fix, subject=label))
+    return out

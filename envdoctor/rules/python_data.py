@@ -93,8 +93,11 @@ def _supported_release(ctx, fw, py: Version) -> Optional[str]:
 
 def _reinstall_cmd(ctx, fw, alt: str) -> str:
     """pip command for release `alt` of the same distribution, keeping a torch build's variant when published."""
-    cmd = f"$ pip install --force-reinstall {fw.distribution or fw.name}=={alt}"
     m = matrices(ctx)
+    name = fw.distribution or fw.name
+    if m is not None and hasattr(m, "install_name"):
+        name = m.install_name(name, alt)  # tensorflow-gpu 2.12+ is an empty stub: name tensorflow instead
+    cmd = f"$ pip install --force-reinstall {name}=={alt}"
     v = parse_version(fw.version)
     if fw.name == "torch" and m is not None and v is not None and v.local:
         var = m.torch_variant(alt, v.local.split(".")[0])

@@ -1,9 +1,30 @@
-"""ED001: the plain statement of where the frameworks will run when there is no NVIDIA GPU."""
+"""ED001: the plain statement of where the frameworks will run when there is no NVIDIA GPU;
+ED002: a probe that failed (that part of the machine is unknown, never "absent");
+ED003: a rule that failed (envdoctor could not judge; the engine reports it, see rules/engine.py)."""
 from __future__ import annotations
 
 from envdoctor.rules.base import EvidenceItem, rule
 
-_NO_GPU_STATES = ("not_installed", "unknown", "no_devices")
+# only states the nvidia probe concluded; "unknown" (or a probe that failed) never means "no GPU"
+_NO_GPU_STATES = ("not_installed", "no_devices")
+# a probe's status other than these means it could not determine its part ("skipped": not probed on purpose)
+PROBE_ANSWERED = ("ok", "skipped")
+# what each probe determines, and the report area it belongs to
+PROBE_FACTS = {
+    "platform": ("the platform (OS, glibc, WSL, container)", "platform"),
+    "nvidia": ("whether there is an NVIDIA driver and GPU", "driver"),
+    "toolkits": ("the CUDA toolkits", "toolkit"),
+    "python": ("the Python environment and its frameworks", "python"),
+    "rocm": ("the ROCm installation", "gpu"),
+    "cudnn": ("the cuDNN libraries", "cudnn"),
+    "loader": ("what the library loader finds (LD_LIBRARY_PATH, loader cache)", "environment"),
+}
+
+
+def failed_probe(snap, name: str):
+    """The ProbeStatus of probe `name` when it could not determine its part, else None."""
+    p = snap.probe(name)
+    return p if p is not None and p.status not in PROBE_ANSWERED else None
 
 
 @rule(
@@ -23,8 +44,8 @@ about CUDA versions that cannot matter. When a driver is installed but broken, o
 )
 def no_nvidia_gpu(ctx, r):
     snap = ctx.snap
-    if snap.gpus or snap.driver.state not in _NO_GPU_STATES:
-        return []
+    if snap.gpus or snap.driver.state not in _NO_GPU_STATES or failed_probe(snap, "nvidia") is not None:
+        return []  # a failed nvidia probe is ED002's: unknown, not absent
     if snap.driver.state == "no_devices" and snap.driver.version:
         return []  # a driver without devices is ED01x's business
     if snap.rocm.installed and snap.rocm.gpus:
@@ -37,3 +58,60 @@ def no_nvidia_gpu(ctx, r):
     if toolkit is not None:
         ev.append(EvidenceItem("CUDA toolkit", f"{toolkit.version} at {toolkit.path}", toolkit.version_source))
     return [r.finding(f"No NVIDIA GPU or driver found: {where}{extra}.", evidence=ev, subject="machine")]
+
+
+@rule(
+    id="ED002",
+    name="probe-failed",
+    title="envdoctor could not determine part of the machine",
+    severity="warning",
+    area="environment",
+    rationale="""
+Each part of the snapshot comes from a probe (the NVIDIA driver and GPUs, the CUDA toolkits, cuDNN,
+the Python environment, the loader, the platform). When a probe fails (a tool printed something
+envdoctor cannot read, timed out, or the probe itself raised), that part of the machine is unknown,
+not absent: envdoctor says so, and no other rule concludes "no GPU" or "no driver" from it. The
+report's area line for that part is never shown as fine. Probes skipped on purpose (the Python
+environment of an image root without --python, facts a gate target did not state) are not failures.
+""",
+    example="A fake nvidia-smi that prints `inf` for memory.total: `ED002 warning could not determine whether "
+            "there is an NVIDIA driver and GPU: the nvidia probe failed (OverflowError: ...)` instead of "
+            "`ED001 No NVIDIA GPU`.",
+    references=["docs/report.md", "docs/snapshot.md"],
+)
+def probe_failed(ctx, r):
+    out = []
+    for p in ctx.snap.probes:
+        if p.status in PROBE_ANSWERED:
+            continue
+        what, area = PROBE_FACTS.get(p.name, (f"the {p.name} part of the machine", "environment"))
+        why = p.reason or p.status
+        out.append(r.finding(
+            f"envdoctor could not determine {what}: the {p.name} probe {_STATUS_WORDS.get(p.status, p.status)} ({why}). "
+            "That part of the machine is unknown, not absent.",
+            area=area, subject=f"probe {p.name}",
+            evidence=[EvidenceItem(f"probe {p.name}", f"{p.status}: {why}", f"probe:{p.name}")],
+            fix=["Run `envdoctor probe --format json` and see `probes`; a tool that prints something unexpected "
+                 "is worth a bug report with its output."]))
+    return out
+
+
+_STATUS_WORDS = {"error": "failed", "timeout": "timed out", "unknown": "could not answer"}
+
+
+@rule(
+    id="ED003",
+    name="rule-failed",
+    title="envdoctor could not judge",
+    severity="warning",
+    area="environment",
+    rationale="""
+A rule that raises while judging (a fact shaped unlike anything it was written for, a bug) never sinks
+the report, but its part of the machine is then unchecked: the report says so with a warning naming the
+rule (its ID is the finding's subject), so `--strict` fails and nobody reads "No issues found!" into it.
+""",
+    example="ED300 raised TypeError on an odd snapshot: `ED003 warning envdoctor could not judge ED300 (...)`.",
+    references=["docs/report.md"],
+)
+def rule_failed(ctx, r):
+    return []  # produced by the engine (envdoctor.rules.engine.crash_finding) for a rule that raised

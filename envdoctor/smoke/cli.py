@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from envdoctor.cli import force_option
 from envdoctor.options import Seconds
 from envdoctor.smoke import DEFAULT_TIMEOUT, FRAMEWORKS
 
@@ -21,9 +22,10 @@ from envdoctor.smoke import DEFAULT_TIMEOUT, FRAMEWORKS
 @click.option("--require-gpu", is_flag=True, help="A missing GPU is an error (exit 1), not 'not available'.")
 @click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text", show_default=True)
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically) instead of stdout.")
+@force_option
 @click.option("-q", "--quiet", is_flag=True, help="No live progress on stderr.")
 @click.option("-v", "--verbose", is_flag=True, help="Show the numbers of every step and more of each error.")
-def smoke(python_path, frameworks, timeout, bench, require_gpu, fmt, output, quiet, verbose):
+def smoke(python_path, frameworks, timeout, bench, require_gpu, fmt, output, force_output, quiet, verbose):
     """Run a small program per framework (torch, tensorflow, jax, cupy) in its own process: import,
     devices, matmul and conv checked against a CPU reference, mixed precision, the compiler path.
     GPU steps run when the framework sees a GPU. Exit 0 ok, 1 a step failed (or no GPU with --require-gpu), 2 usage."""
@@ -43,12 +45,19 @@ def smoke(python_path, frameworks, timeout, bench, require_gpu, fmt, output, qui
     if run.exit_code():
         _add_hints(run, python_path)
     if fmt == "json":
-        text = render.render_json(run)
+        from envdoctor.rules.engine import COMMAND_FAMILIES, select_rules
+        from envdoctor.smoke.findings import smoke_findings
+        from envdoctor.snapshot_io import dump_json
+
+        selected = {r.id for r in select_rules(families=COMMAND_FAMILIES["smoke"])}
+        data = run.to_dict()  # the results, and the doctor's findings (the smoke rules, ED700-ED749) for them
+        data["findings"] = [f.to_dict() for f in smoke_findings(run, snap) if f.id in selected]
+        text = dump_json(data)
     elif fmt == "markdown":
         text = render.render_markdown(run)
     else:
         text = render.render_text(run, color=_color(sys.stdout) and not output, verbose=verbose)
-    emit(text, output)
+    emit(text, output, force_output)
     sys.exit(run.exit_code())
 
 

@@ -1,0 +1,181 @@
+"""The fleet store: one SQLite file (stdlib, WAL) plus an append-only ledger of the inputs ingested into it.
+
+Tables: `configs` (one row per distinct configuration: fingerprint, facts, one representative snapshot),
+`snapshots` (one row per node and time, primary key (node, taken_at): ingesting a snapshot twice is a no-op),
+`nodes` (each node's latest snapshot, kept by the ingest), `ingests` (when, which inputs, which labels).
+
+The ledger, `STORE.inputs.jsonl` beside the store, lists every ingest's inputs (stdin is spooled into
+`STORE.inputs.d/` first). A store file that is cut short or damaged is moved aside and rebuilt from it.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional
+
+from envdoctor.errors import BadInput
+
+STORE_SCHEMA = "1"
+DEFAULT_STORE = "envdoctor-fleet.db"
+_HEADER = b"SQLite format 3\x00"
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ingests(id INTEGER PRIMARY KEY, at TEXT NOT NULL, inputs TEXT NOT NULL, labels TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS configs(fp TEXT PRIMARY KEY, base_fp TEXT NOT NULL, facts TEXT NOT NULL, snapshot TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS snapshots(node TEXT NOT NULL, taken_at TEXT NOT NULL, fp TEXT NOT NULL, ingest INTEGER NOT NULL,
+  origin TEXT NOT NULL, labels TEXT NOT NULL, gpu_count INTEGER NOT NULL, reboot TEXT, hidden TEXT,
+  PRIMARY KEY(node, taken_at)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS nodes(node TEXT PRIMARY KEY, taken_at TEXT NOT NULL, fp TEXT NOT NULL, origin TEXT NOT NULL,
+  labels TEXT NOT NULL, gpu_count INTEGER NOT NULL, reboot TEXT, hidden TEXT);
+"""
+_COLS = "node, taken_at, fp, origin, labels, gpu_count, reboot, hidden"
+
+
+def now_utc() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+
+
+def store_path(option: Optional[str]) -> Path:
+    return Path(option or os.environ.get("ENVDOCTOR_FLEET_STORE") or DEFAULT_STORE)
+
+
+def ledger_path(path: Path) -> Path:
+    return path.with_name(path.name + ".inputs.jsonl")
+
+
+def spool_dir(path: Path) -> Path:
+    return path.with_name(path.name + ".inputs.d")
+
+
+def damage(path: Path) -> Optional[str]:
+    """Why the store file cannot be used (cut short, not SQLite, fails SQLite's check), or None."""
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    with open(path, "rb") as fh:
+        if fh.read(16) != _HEADER:
+            return "not an SQLite database"
+    try:
+        con = sqlite3.connect(str(path))
+        try:
+            rows = con.execute("PRAGMA quick_check").fetchall()
+            have = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    if rows != [("ok",)]:
+        return "; ".join(str(r[0]) for r in rows[:3])
+    if not {"meta", "configs", "snapshots", "nodes", "ingests"} <= have:
+        return "tables missing"
+    return None
+
+
+class Store:
+    def __init__(self, path: Path, create: bool = True) -> None:
+        self.path = path
+        if not create and not path.exists():
+            raise BadInput(f"fleet store {path} does not exist (run `envdoctor fleet ingest` first)")
+        if not path.parent.is_dir():
+            raise BadInput(f"cannot create fleet store {path}: folder {path.parent} does not exist")
+        try:
+            self.con = sqlite3.connect(str(path), isolation_level=None)
+            self.con.execute("PRAGMA journal_mode=WAL")
+            self.con.execute("PRAGMA synchronous=NORMAL")
+            self.con.executescript(_DDL)
+            row = self.con.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            if row is None:
+                self.con.execute("INSERT INTO meta VALUES ('schema', ?)", (STORE_SCHEMA,))
+            elif row[0] != STORE_SCHEMA:
+                raise BadInput(f"fleet store {path} has schema {row[0]}, this envdoctor reads {STORE_SCHEMA}")
+        except sqlite3.Error as exc:
+            raise BadInput(f"cannot open fleet store {path}: {exc}") from None
+        self._known = {r[0] for r in self.con.execute("SELECT fp FROM configs")}
+
+    def close(self) -> None:
+        self.con.close()
+
+    # -- writing (one transaction per ingest) ------------------------------------------------
+    def begin(self, inputs: List[str], labels: Dict[str, str]) -> int:
+        self.con.execute("BEGIN IMMEDIATE")
+        cur = self.con.execute("INSERT INTO ingests(at, inputs, labels) VALUES (?, ?, ?)",
+                               (now_utc().isoformat(), json.dumps(inputs), json.dumps(labels, sort_keys=True)))
+        return int(cur.lastrowid)
+
+    def add_config(self, fp: str, base_fp: str, facts: Dict[str, str], snapshot: Dict[str, Any]) -> None:
+        if fp not in self._known:
+            self.con.execute("INSERT OR IGNORE INTO configs VALUES (?, ?, ?, ?)",
+                             (fp, base_fp, json.dumps(facts), json.dumps(snapshot)))
+            self._known.add(fp)
+
+    def add_rows(self, ingest: int, rows: Iterable[tuple]) -> int:
+        """rows of (node, taken_at, fp, origin, labels-json, gpu_count, reboot, hidden): how many were new."""
+        new = 0
+        for row in rows:
+            cur = self.con.execute(
+                f"INSERT OR IGNORE INTO snapshots(node, taken_at, fp, origin, labels, gpu_count, reboot, hidden, ingest) "
+                f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row + (ingest,))
+            if cur.rowcount:
+                new += 1
+                self.con.execute(
+                    f"INSERT INTO nodes({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(node) DO UPDATE SET "
+                    + ", ".join(f"{c}=excluded.{c}" for c in _COLS.split(", ")[1:])
+                    + " WHERE excluded.taken_at > nodes.taken_at", row)
+        return new
+
+    def commit(self) -> None:
+        self.con.execute("COMMIT")
+
+    def rollback(self) -> None:
+        if self.con.in_transaction:
+            self.con.execute("ROLLBACK")
+
+    # -- reading ---------------------------------------------------------------------------------
+    def latest(self) -> List[Dict[str, Any]]:
+        cur = self.con.execute(f"SELECT {_COLS} FROM nodes ORDER BY node")
+        return [_row(r) for r in cur]
+
+    def history(self, node: Optional[str] = None) -> List[Dict[str, Any]]:
+        sql = f"SELECT {_COLS} FROM snapshots" + (" WHERE node = ?" if node else "") + " ORDER BY node, taken_at"
+        return [_row(r) for r in self.con.execute(sql, (node,) if node else ())]
+
+    def configs(self) -> Dict[str, Dict[str, Any]]:
+        return {fp: {"base_fp": b, "facts": json.loads(f)} for fp, b, f in
+                self.con.execute("SELECT fp, base_fp, facts FROM configs")}
+
+    def representative(self, fp: str) -> Dict[str, Any]:
+        return json.loads(self.con.execute("SELECT snapshot FROM configs WHERE fp = ?", (fp,)).fetchone()[0])
+
+    def ingests(self) -> List[Dict[str, Any]]:
+        return [{"id": i, "at": a, "inputs": json.loads(p), "labels": json.loads(lb)}
+                for i, a, p, lb in self.con.execute("SELECT id, at, inputs, labels FROM ingests ORDER BY id")]
+
+
+def _row(r: tuple) -> Dict[str, Any]:
+    node, taken_at, fp, origin, labels, gpu_count, reboot, hidden = r
+    return {"node": node, "taken_at": taken_at, "fp": fp, "origin": origin, "labels": json.loads(labels),
+            "gpu_count": gpu_count, "reboot": reboot, "hidden": hidden}
+
+
+def read_ledger(path: Path) -> List[Dict[str, Any]]:
+    out = []
+    try:
+        lines = ledger_path(path).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a ledger line cut short by a crash: its ingest never committed
+        if isinstance(entry, dict) and isinstance(entry.get("inputs"), list):
+            out.append(entry)
+    return out
+
+
+def append_ledger(path: Path, inputs: List[str], labels: Dict[str, str]) -> None:
+    with open(ledger_path(path), "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"at": now_utc().isoformat(), "inputs": inputs, "labels": labels}, sort_keys=True) + "\n")

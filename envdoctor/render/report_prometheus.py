@@ -1,0 +1,57 @@
+"""`envdoctor check --format prometheus`: node-exporter textfile-collector metrics.
+
+Write them where node-exporter's --collector.textfile.directory points (`-o` writes atomically, as the collector
+needs): one `envdoctor_finding` gauge per rule ID and severity (1 when the rule found something, 0 for a rule that
+ran and found nothing, so an alert can tell "fixed" from "not collected"), counts per severity, and info metrics
+(value 1, the facts in labels) for the driver, the CUDA toolkits and the frameworks.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from envdoctor.report import Report
+
+
+def _esc(value: object) -> str:
+    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _labels(labels: Dict[str, object]) -> str:
+    return "{" + ",".join(f'{k}="{_esc(v)}"' for k, v in labels.items()) + "}"
+
+
+def _metric(out: List[str], name: str, help_text: str, samples: Iterable[Tuple[Dict[str, object], float]]) -> None:
+    out.append(f"# HELP {name} {help_text}")
+    out.append(f"# TYPE {name} gauge")
+    for labels, value in samples:
+        out.append(f"{name}{_labels(labels) if labels else ''} {value:g}")
+
+
+def render_report_prometheus(report: Report, rules: Optional[list] = None, timestamp: Optional[float] = None) -> str:
+    snap = report.snapshot
+    out: List[str] = []
+    found = Counter((f.id, f.severity) for f in report.findings)
+    titles = {f.id: f.title for f in report.findings}
+    samples = {key: float(n) for key, n in found.items()}
+    for r in rules or ():
+        if not any(k[0] == r.id for k in samples):
+            samples[(r.id, r.severity)] = 0.0
+            titles.setdefault(r.id, r.title)
+    _metric(out, "envdoctor_finding", "envdoctor check findings by rule ID and severity (0: the rule ran, found nothing).",
+            [({"id": i, "severity": s, "title": titles.get(i, "")}, v) for (i, s), v in sorted(samples.items())])
+    _metric(out, "envdoctor_findings", "Number of envdoctor check findings by severity.",
+            [({"severity": s}, report.count(s)) for s in ("error", "warning", "info")])
+    d = snap.driver
+    _metric(out, "envdoctor_driver_info", "The NVIDIA driver as envdoctor saw it (value 1).",
+            [({"state": d.state, "version": d.version or "", "kernel_module": d.kernel_module_version or "",
+               "cuda": d.cuda_version or ""}, 1)])
+    _metric(out, "envdoctor_gpus", "GPUs the NVIDIA driver lists.", [({}, len(snap.gpus))])
+    _metric(out, "envdoctor_cuda_toolkit_info", "CUDA toolkits found (value 1).",
+            [({"version": t.version or "", "path": t.path, "default": str(t.is_default).lower()}, 1) for t in snap.toolkits])
+    _metric(out, "envdoctor_framework_info", "Frameworks installed in the judged Python environment (value 1).",
+            [({"name": f.name, "version": f.version, "build": f.build, "cuda": f.cuda_version or ""}, 1)
+             for f in snap.python.frameworks])
+    if timestamp is not None:
+        _metric(out, "envdoctor_check_timestamp_seconds", "When envdoctor check ran (Unix time).", [({}, timestamp)])
+    return "\n".join(out) + "\n"
