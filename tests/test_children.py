@@ -143,7 +143,7 @@ def test_second_onboard_of_the_same_env_refuses_in_one_line(fake, capsys):
     assert rc == 0, err
 
 
-def test_lock_file_sits_next_to_the_venv_and_survives_force(fake, capsys):
+def test_lock_file_sits_next_to_the_venv_and_is_released_after_the_run(fake, capsys):
     rc, _, err = onboard(capsys, *fake.args, "--yes")
     assert rc == 0, err
     from envdoctor.onboard import steps as S
