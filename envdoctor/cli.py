@@ -16,6 +16,7 @@ import click
 
 from envdoctor import __version__
 from envdoctor.errors import EXIT_USAGE, BadInput, EnvdoctorError
+from envdoctor.options import Seconds
 
 FORMATS_PROBE = ("text", "json")
 
@@ -26,7 +27,7 @@ def machine_options(fn: Callable) -> Callable:
     @click.option("--python", "python_path", metavar="PATH", help="Inspect the environment of this Python interpreter.")
     @click.option("--root", "root_dir", metavar="DIR", help="Read system files under DIR instead of / (a mounted image).")
     @click.option("--snapshot", "snapshot_file", metavar="FILE", help="Judge a saved snapshot instead of probing.")
-    @click.option("--timeout", type=click.FloatRange(0.1, 600), default=5.0, show_default=True,
+    @click.option("--timeout", type=Seconds(0.1, 600), default=5.0, show_default=True,
                   help="Seconds each external command may take.")
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -145,7 +146,49 @@ def probe(python_path, root_dir, snapshot_file, timeout, fmt, output, force_outp
              snapshot=snap)
 
 
+def _on_signal(signum: int, frame) -> None:
+    """SIGTERM / SIGHUP / SIGINT: kill the running commands (and refuse new ones), then end with 128+n
+    (SIGINT goes on as KeyboardInterrupt, so onboard records the interrupted step; exit 130).
+    A second signal while that unwinds ends envdoctor at once."""
+    import signal
+
+    from envdoctor import subproc
+
+    first = not subproc.closing()
+    subproc.shutdown()
+    if not first:
+        os._exit(128 + signum)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Stopped(signum)
+
+
+class Stopped(SystemExit):
+    """Raised by the signal handler: unwinds like sys.exit(128+n); main() says why, last."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        super().__init__(128 + signum)
+        self.signame = signal.Signals(signum).name
+
+
+def install_signal_handlers() -> None:
+    """Children never outlive envdoctor: see envdoctor.subproc. A signal the caller ignores (nohup) stays ignored."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for name in ("SIGTERM", "SIGHUP", "SIGINT"):
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) in (signal.SIG_DFL, signal.default_int_handler):
+            signal.signal(sig, _on_signal)
+
+
 def main(argv: Optional[list] = None) -> None:
+    if argv is None:  # the process's entry point (not a caller running a command in-process)
+        install_signal_handlers()
     try:
         rc = cli.main(args=argv, prog_name="envdoctor", standalone_mode=False)
     except click.exceptions.Abort as exc:
@@ -153,6 +196,10 @@ def main(argv: Optional[list] = None) -> None:
             click.echo("envdoctor: interrupted", err=True)
             sys.exit(130)
         click.echo("envdoctor: aborted", err=True)
+        sys.exit(EXIT_USAGE)
+    except click.UsageError as exc:  # one line, like every other failure
+        cmd = exc.ctx.command_path if exc.ctx is not None else "envdoctor"
+        click.echo(f"{cmd}: error: {exc.format_message()} (see '{cmd} --help')", err=True)
         sys.exit(EXIT_USAGE)
     except click.ClickException as exc:
         exc.show()
@@ -163,6 +210,9 @@ def main(argv: Optional[list] = None) -> None:
     except KeyboardInterrupt:
         click.echo("envdoctor: interrupted", err=True)
         sys.exit(130)
+    except Stopped as exc:
+        click.echo(f"envdoctor: stopped by {exc.signame}; its commands were killed", err=True)
+        raise
     except BrokenPipeError:
         sys.exit(0)
     except Exception as exc:  # noqa: BLE001 - never a traceback for users

@@ -1,22 +1,45 @@
 """The one module that starts subprocesses.
 
-Every command gets an exact argv (never a shell) and a timeout. A command that
-hangs is killed together with its process group, so a GPU fallen off the bus
-that makes nvidia-smi hang costs at most the timeout.
+Every command gets an exact argv (never a shell) and a timeout, and runs in a session (process group)
+of its own. Bounds, for every command:
+
+* time: the timeout bounds the whole command, from the start to the last byte read. When the command
+  exits, whatever it left running in its process group is killed, so a helper that keeps stdout open
+  cannot stretch it; a process that left the group (setsid) and still holds a pipe is waited for at
+  most EXIT_GRACE seconds more, and never past the timeout.
+* memory: both streams are read as they come (never buffered whole). A command that prints more than
+  MAX_OUTPUT bytes on a captured stream is killed with its group and reported as failed ("printed more
+  than ..."), its first MAX_OUTPUT bytes kept. In streaming mode (``on_stdout_line``) every stdout line
+  is handed over (a line longer than MAX_LINE in pieces) and only the first MAX_OUTPUT bytes are kept;
+  stderr keeps its last MAX_OUTPUT bytes.
+* lifetime: no command outlives envdoctor. Live commands are tracked; they are killed with their groups
+  on a normal exit (atexit), by the CLI's SIGTERM / SIGHUP / SIGINT handlers (:func:`shutdown`), and,
+  where ``/bin/sh`` exists, by a watchdog: one small shell process per envdoctor that holds a pipe from
+  it and, when that pipe closes because envdoctor ended in any way (SIGKILL included), kills every group
+  still registered (ENVDOCTOR_NO_WATCHDOG=1 turns it off, for tests of the rest). Limits: a command
+  started in the microseconds before envdoctor was SIGKILLed, not yet registered, and a grandchild that
+  left its group (setsid/daemonised) escape; catching those needs PID namespaces or a cgroup, which
+  envdoctor does not ask for.
 """
 from __future__ import annotations
 
+import atexit
 import os
+import selectors
 import shutil
 import signal
 import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Callable, Dict, Optional, Mapping, Sequence
 
 DEFAULT_TIMEOUT = 5.0
-MAX_OUTPUT = 1 << 20  # keep at most 1 MiB of each stream
+MAX_OUTPUT = 1 << 20  # keep at most 1 MiB of each stream; a captured stream past it gets the command killed
+MAX_LINE = 64 * 1024  # streaming mode: a longer stdout line is handed over in pieces of this size
+EXIT_GRACE = 1.0  # seconds to drain pipes held open by a process outside the command's group after it exited
+_POLL = 0.05  # seconds between checks whether the command exited while its pipes stay open
+_READ = 64 * 1024
 
 
 @dataclass
@@ -61,10 +84,8 @@ class Runner:
     ) -> CmdResult:
         """Run argv; with `on_stdout_line`, each stdout line is handed over as it arrives (streaming).
 
-        In streaming mode stderr keeps its last MAX_OUTPUT bytes (the tail tells why a command
-        crashed), and when the command ends whatever it left running in its process group is
-        killed too, so a helper it spawned can neither outlive it nor hold its pipes open.
-        Setting `cancel` (streaming only) kills the command early, reported like a timeout.
+        Setting `cancel` kills the command early, reported like a timeout. See the module's
+        docstring for the bounds on time, memory and lifetime.
         """
         argv = list(argv)
         exe = self.which(argv[0])
@@ -72,142 +93,219 @@ class Runner:
             return CmdResult(argv, "missing", reason=f"{argv[0]}: not found on PATH")
         limit = self.timeout if timeout is None else timeout
         start = time.monotonic()
-        try:
-            proc = subprocess.Popen(
-                [exe, *argv[1:]],
-                stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=dict(env if env is not None else self.env),
-                start_new_session=True,
-            )
-        except OSError as exc:
-            return CmdResult(argv, "error", reason=f"{argv[0]}: cannot run: {exc.strerror or exc}")
-        with _LIVE_LOCK:
+        with _LIVE_LOCK:  # held over the start, so shutdown() either sees this command or refuses it
+            if _CLOSING.is_set():
+                return CmdResult(argv, "error", reason=f"{argv[0]}: not started: envdoctor is exiting")
+            try:
+                proc = subprocess.Popen(
+                    [exe, *argv[1:]],
+                    stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env=dict(env if env is not None else self.env),
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                return CmdResult(argv, "error", reason=f"{argv[0]}: cannot run: {exc.strerror or exc}")
             _LIVE.add(proc)
+            _watchdog_send(f"+ {proc.pid}\n")
         try:
-            return self._finish(argv, proc, limit, start, stdin_text, on_stdout_line, cancel)
+            return _collect(argv, proc, limit, start, stdin_text, on_stdout_line, cancel)
         finally:
-            with _LIVE_LOCK:
-                _LIVE.discard(proc)
+            _end(proc)
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                if pipe is not None:
+                    try:
+                        pipe.close()
+                    except OSError:
+                        pass
 
-    def _finish(self, argv: list, proc: subprocess.Popen, limit: float, start: float, stdin_text: Optional[str],
-                on_stdout_line: Optional[Callable[[str], None]], cancel: Optional[threading.Event]) -> CmdResult:
-        if on_stdout_line is not None:
-            return _stream(argv, proc, limit, start, on_stdout_line, stdin_text, cancel)
+
+class _Stream:
+    """What one pipe delivered: its first MAX_OUTPUT bytes (with `tail`, its last ones); lines for a callback."""
+
+    def __init__(self, name: str, on_line: Optional[Callable[[str], None]] = None, tail: bool = False) -> None:
+        self.name = name
+        self.on_line = on_line
+        self.tail = tail
+        self.kept = bytearray()
+        self.total = 0
+        self.partial = bytearray()
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        if self.tail:
+            self.kept.extend(data)
+            if len(self.kept) > 2 * MAX_OUTPUT:
+                del self.kept[: len(self.kept) - MAX_OUTPUT]
+        elif len(self.kept) < MAX_OUTPUT:
+            self.kept.extend(data[: MAX_OUTPUT - len(self.kept)])
+        if self.on_line is not None:
+            self.partial.extend(data)
+            while True:
+                cut = self.partial.find(b"\n")
+                if cut < 0 and len(self.partial) < MAX_LINE:
+                    break
+                end = cut + 1 if 0 <= cut < MAX_LINE else MAX_LINE
+                self._hand(bytes(self.partial[:end]))
+                del self.partial[:end]
+
+    def close(self) -> None:
+        if self.on_line is not None and self.partial:
+            self._hand(bytes(self.partial))
+            self.partial.clear()
+
+    def _hand(self, raw: bytes) -> None:
         try:
-            out, err = proc.communicate(input=stdin_text.encode() if stdin_text is not None else None, timeout=limit)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            try:
-                out, err = proc.communicate(timeout=1.0)
-            except (subprocess.TimeoutExpired, ValueError):
-                out, err = b"", b""
-            return CmdResult(
-                argv, "timeout", None, _text(out), _text(err), time.monotonic() - start,
-                reason=f"{argv[0]}: no answer within {limit:g} s (killed)",
-            )
-        duration = time.monotonic() - start
-        stdout, stderr = _text(out), _text(err)
-        if proc.returncode != 0:
-            first = (stderr.strip() or stdout.strip()).splitlines()
-            detail = first[0][:200] if first else ""
-            return CmdResult(
-                argv, "failed", proc.returncode, stdout, stderr, duration,
-                reason=f"{argv[0]}: exit status {proc.returncode}" + (f": {detail}" if detail else ""),
-            )
-        return CmdResult(argv, "ok", 0, stdout, stderr, duration)
-
-
-def _stream(argv: list, proc: subprocess.Popen, limit: float, start: float,
-            on_line: Callable[[str], None], stdin_text: str | None,
-            cancel: Optional[threading.Event] = None) -> CmdResult:
-    out_lines: list = []
-    out_size = [0]
-    err_buf = bytearray()
-
-    def read_out() -> None:
-        for raw in iter(proc.stdout.readline, b""):  # type: ignore[union-attr]
-            line = raw.decode("utf-8", errors="replace")
-            if out_size[0] < MAX_OUTPUT:
-                out_lines.append(line)
-                out_size[0] += len(raw)
-            try:
-                on_line(line.rstrip("\r\n"))
-            except Exception:  # noqa: BLE001 - a broken callback never stops the reading
-                pass
-
-    def read_err() -> None:
-        while True:
-            chunk = proc.stderr.read1(65536)  # type: ignore[union-attr]
-            if not chunk:
-                return
-            err_buf.extend(chunk)
-            if len(err_buf) > 2 * MAX_OUTPUT:
-                del err_buf[: len(err_buf) - MAX_OUTPUT]
-
-    def feed() -> None:
-        try:
-            proc.stdin.write(stdin_text.encode())  # type: ignore[union-attr]
-            proc.stdin.close()  # type: ignore[union-attr]
-        except OSError:
+            self.on_line(raw.decode("utf-8", errors="replace").rstrip("\r\n"))  # type: ignore[misc]
+        except Exception:  # noqa: BLE001 - a broken callback never stops the reading
             pass
 
-    threads = [threading.Thread(target=read_out, daemon=True), threading.Thread(target=read_err, daemon=True)]
-    if stdin_text is not None:
-        threads.append(threading.Thread(target=feed, daemon=True))
-    for t in threads:
-        t.start()
-    timed_out = False
+    @property
+    def over(self) -> bool:
+        return self.total > MAX_OUTPUT
+
+    def text(self) -> str:
+        return _text(bytes(self.kept[-MAX_OUTPUT:] if self.tail else self.kept))
+
+
+def _collect(argv: list, proc: subprocess.Popen, limit: float, start: float, stdin_text: Optional[str],
+             on_line: Optional[Callable[[str], None]], cancel: Optional[threading.Event]) -> CmdResult:
+    streaming = on_line is not None
+    deadline = start + limit
+    out = _Stream("stdout", on_line)
+    err = _Stream("stderr", tail=streaming)
+    sel = selectors.DefaultSelector()
+    streams: Dict[int, _Stream] = {}
+    for pipe, stream in ((proc.stdout, out), (proc.stderr, err)):
+        fd = pipe.fileno()  # type: ignore[union-attr]
+        os.set_blocking(fd, False)
+        sel.register(fd, selectors.EVENT_READ)
+        streams[fd] = stream
+    pending = memoryview(stdin_text.encode()) if stdin_text is not None else None
+    if pending is not None:
+        fd = proc.stdin.fileno()  # type: ignore[union-attr]
+        os.set_blocking(fd, False)
+        sel.register(fd, selectors.EVENT_WRITE)
+    stop = ""  # why the command is killed early: timeout | cancel | the stream that overflowed
+    exited_at: Optional[float] = None
     try:
-        _wait_unreaped(proc, limit, cancel)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-    _kill_group(proc)  # the command (on timeout) and whatever it left behind in its group
-    proc.wait()
-    for t in threads:
-        t.join(timeout=2.0)  # a process that left the group may still hold a pipe: do not wait for it
+        while sel.get_map():
+            now = time.monotonic()
+            if exited_at is None and _exited(proc):
+                exited_at = now
+                _kill_group(proc)  # what it left in its group must not hold the pipes open
+            if now >= deadline:
+                stop = "timeout"
+                break
+            if cancel is not None and cancel.is_set():
+                stop = "cancel"
+                break
+            if exited_at is not None and now >= exited_at + EXIT_GRACE:
+                break  # a process outside its group holds a pipe: keep what came
+            for key, _ in sel.select(timeout=max(0.0, min(deadline - now, _POLL))):
+                fd = key.fd
+                if fd not in streams:  # stdin
+                    try:
+                        n = os.write(fd, pending[:_READ])  # type: ignore[index]
+                        pending = pending[n:]  # type: ignore[index]
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        pending = pending[:0]  # type: ignore[index]
+                    if not pending:
+                        sel.unregister(fd)
+                        proc.stdin.close()  # type: ignore[union-attr]
+                    continue
+                try:
+                    data = os.read(fd, _READ)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    data = b""
+                if not data:
+                    sel.unregister(fd)
+                    continue
+                streams[fd].add(data)
+                if not streaming and streams[fd].over:
+                    stop = streams[fd].name  # captured output has a cap: the command is killed there
+            if stop:
+                break
+        if not stop:
+            try:
+                _wait_unreaped(proc, max(0.0, deadline - time.monotonic()), cancel)
+            except subprocess.TimeoutExpired:
+                stop = "cancel" if cancel is not None and cancel.is_set() else "timeout"
+    finally:
+        sel.close()
+        out.close()
+    _end(proc)
     duration = time.monotonic() - start
-    stdout, stderr = "".join(out_lines), _text(bytes(err_buf[-MAX_OUTPUT:]))
-    if timed_out:
-        why = "cancelled (killed)" if cancel is not None and cancel.is_set() else f"no answer within {limit:g} s (killed)"
+    stdout, stderr = out.text(), err.text()
+    if stop in ("timeout", "cancel"):
+        why = "cancelled (killed)" if stop == "cancel" else f"no answer within {limit:g} s (killed)"
         return CmdResult(argv, "timeout", None, stdout, stderr, duration, reason=f"{argv[0]}: {why}")
+    if stop:
+        return CmdResult(argv, "failed", None, stdout, stderr, duration,
+                         reason=f"{argv[0]}: printed more than {MAX_OUTPUT // (1 << 20)} MiB on {stop} (killed)")
     if proc.returncode != 0:
+        detail = ""
+        if not streaming:
+            first = (stderr.strip() or stdout.strip()).splitlines()
+            detail = first[0][:200] if first else ""
         return CmdResult(argv, "failed", proc.returncode, stdout, stderr, duration,
-                         reason=f"{argv[0]}: exit status {proc.returncode}")
+                         reason=f"{argv[0]}: exit status {proc.returncode}" + (f": {detail}" if detail else ""))
     return CmdResult(argv, "ok", 0, stdout, stderr, duration)
+
+
+def _exited(proc: subprocess.Popen) -> bool:
+    """Whether the command exited, without reaping it (its process group id stays reserved until it is)."""
+    waitid = getattr(os, "waitid", None)
+    if waitid is None:
+        return proc.poll() is not None
+    try:
+        return waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
 
 
 def _wait_unreaped(proc: subprocess.Popen, limit: float, cancel: Optional[threading.Event] = None) -> None:
     """Wait for the command to end without reaping it, so its process group id stays reserved
     until the group is killed (a reaped leader's id could be reused by an unrelated process)."""
-    waitid = getattr(os, "waitid", None)
-    if waitid is None and cancel is None:
-        proc.wait(timeout=limit)
-        return
     deadline = time.monotonic() + limit
     delay = 0.002
-    while True:
-        if waitid is None:
-            if proc.poll() is not None:
-                return
-        else:
-            try:
-                if waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-                    return
-            except ChildProcessError:
-                return
+    while not _exited(proc):
         remaining = deadline - time.monotonic()
         if remaining <= 0 or (cancel is not None and cancel.is_set()):
             raise subprocess.TimeoutExpired(proc.args, limit)
         time.sleep(min(delay, remaining))
-        delay = min(delay * 2, 0.05)
+        delay = min(delay * 2, _POLL)
 
 
-# Commands running right now, so an interrupted envdoctor (Ctrl-C) can end them at once instead
-# of waiting out their timeouts: they run in their own sessions and never see the terminal's SIGINT.
+def _end(proc: subprocess.Popen) -> None:
+    """Kill what is left of the command's group, forget it, reap it (in this order: its id stays
+    reserved until the reap, so neither this kill nor the watchdog's can hit another process)."""
+    with _LIVE_LOCK:
+        if proc not in _LIVE:
+            return
+    if proc.returncode is None:
+        _kill_group(proc)
+    with _LIVE_LOCK:
+        _watchdog_send(f"- {proc.pid}\n")
+    try:
+        proc.wait(timeout=5.0)
+    except subprocess.TimeoutExpired:  # unkillable (stuck in the kernel): init reaps it one day
+        pass
+    with _LIVE_LOCK:
+        _LIVE.discard(proc)
+
+
+# Commands running right now, so an interrupted envdoctor can end them at once instead of waiting out
+# their timeouts: they run in their own sessions and never see the terminal's SIGINT. Re-entrant:
+# a signal handler (main thread) may call kill_all() while the main thread itself is starting one.
 _LIVE: set = set()
-_LIVE_LOCK = threading.Lock()
+_LIVE_LOCK = threading.RLock()
+_CLOSING = threading.Event()
 
 
 def kill_all() -> None:
@@ -215,7 +313,80 @@ def kill_all() -> None:
     with _LIVE_LOCK:
         procs = list(_LIVE)
     for proc in procs:
-        _kill_group(proc)
+        if proc.returncode is None:
+            _kill_group(proc)
+
+
+def closing() -> bool:
+    """Whether shutdown() ran: no command starts any more."""
+    return _CLOSING.is_set()
+
+
+def shutdown() -> None:
+    """envdoctor is ending: refuse new commands, kill the running ones with their groups, stop the watchdog.
+
+    Safe to call from a signal handler and more than once; registered with atexit."""
+    global _WATCHDOG
+    with _LIVE_LOCK:
+        _CLOSING.set()
+    kill_all()
+    with _LIVE_LOCK:
+        dog, _WATCHDOG = _WATCHDOG, None
+    if dog is not None:
+        try:
+            dog.stdin.close()  # type: ignore[union-attr]  # EOF: it kills what is still registered and exits
+            dog.wait(timeout=1.0)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+
+
+atexit.register(shutdown)
+
+
+# The watchdog: a shell reading "+ PGID" / "- PGID" lines from envdoctor; at end of input (envdoctor
+# closed the pipe or died, SIGKILL included) it kills every group still listed. It ignores the signals
+# a terminal or `timeout` sends, so it outlives envdoctor long enough to clean up, and no longer.
+_WATCHDOG_SH = r"""trap '' INT HUP TERM QUIT PIPE
+g=' '
+while read -r op pg; do
+  case $pg in ''|*[!0-9]*) continue ;; esac
+  case $op in
+    +) g="$g$pg " ;;
+    -) case $g in *" $pg "*) g="${g%% $pg *} ${g#* $pg }" ;; esac ;;
+  esac
+done
+for pg in $g; do kill -KILL -"$pg" 2>/dev/null; done
+"""
+_WATCHDOG: Optional[subprocess.Popen] = None
+_WATCHDOG_TRIED = False
+
+
+def _watchdog_send(line: str) -> None:
+    """Tell the watchdog (started on first use) about a group; called with _LIVE_LOCK held. Never blocks."""
+    global _WATCHDOG, _WATCHDOG_TRIED
+    if not _WATCHDOG_TRIED and not _CLOSING.is_set():
+        _WATCHDOG_TRIED = True
+        _WATCHDOG = _start_watchdog()
+    if _WATCHDOG is None:
+        return
+    try:
+        os.write(_WATCHDOG.stdin.fileno(), line.encode("ascii"))  # type: ignore[union-attr]
+    except (OSError, ValueError):  # gone, or its pipe is full: envdoctor's own kills still apply
+        pass
+
+
+def _start_watchdog() -> Optional[subprocess.Popen]:
+    sh = "/bin/sh"
+    if os.name != "posix" or not os.access(sh, os.X_OK) or os.environ.get("ENVDOCTOR_NO_WATCHDOG"):
+        return None
+    try:
+        dog = subprocess.Popen([sh, "-c", _WATCHDOG_SH], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, env={"PATH": os.defpath, "LC_ALL": "C"},
+                               start_new_session=True, close_fds=True)
+    except OSError:
+        return None
+    os.set_blocking(dog.stdin.fileno(), False)  # type: ignore[union-attr]
+    return dog
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -17,3 +17,24 @@ def make_exe(path: Path, body: str) -> Path:
     write(path, "#!/bin/sh\n" + body + "\n")
     path.chmod(0o755)
     return path
+
+
+def process_gone(pid: int) -> bool:
+    """No such process, or a zombie (dead, waiting for a parent that is not envdoctor any more)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def wait_until(cond, within: float) -> bool:
+    """Poll cond() every 50 ms for at most `within` seconds; its last value."""
+    import time
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return cond()

@@ -11,6 +11,8 @@ from typing import Callable
 
 import click
 
+from envdoctor.options import Count
+
 REPORT_FORMATS = ("text", "json", "markdown", "html")
 
 
@@ -165,7 +167,7 @@ def drift(since, until, store_file, where, fmt):
 
 @fleet.command()
 @click.argument("engine", type=click.Choice(("k8s", "slurm", "ansible")))
-@click.option("--nodes", type=click.IntRange(1), default=1, show_default=True, help="Slurm / k8s --job: how many nodes.")
+@click.option("--nodes", type=Count(1, 100_000), default=1, show_default=True, help="Slurm / k8s --job: how many nodes.")
 @click.option("--partition", metavar="NAME", help="Slurm: the partition (also labels the ingest line it prints).")
 @click.option("--dir", "out_dir", default="envdoctor-fleet", show_default=True, metavar="DIR",
               help="Where the snapshots go (Slurm: a shared folder; k8s: a hostPath on each node; Ansible: here).")

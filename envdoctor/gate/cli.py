@@ -15,6 +15,7 @@ from typing import List, Optional, Sequence, Tuple
 import click
 
 from envdoctor.cli import force_option
+from envdoctor.options import Seconds
 
 FORMATS = ("text", "json", "junit", "github")
 PLATFORM_CHOICES = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64", "wsl2")
@@ -63,7 +64,7 @@ def _split_gpus(values) -> List[str]:
               help="Target platform (default for stated facts: linux-x86_64).")
 @click.option("--cpu", is_flag=True, help="Target: a CPU-only machine (no NVIDIA driver or GPU).")
 @click.option("--root", "root_dir", metavar="DIR", help="Target: probe an image's root file system under DIR.")
-@click.option("--timeout", type=click.FloatRange(0.1, 600), default=5.0, show_default=True,
+@click.option("--timeout", type=Seconds(0.1, 600), default=5.0, show_default=True,
               help="Seconds each external command may take while probing.")
 @click.option("--extra", "extras", multiple=True, metavar="NAME",
               help="pyproject / uv.lock: judge this optional-dependency extra (repeatable).")

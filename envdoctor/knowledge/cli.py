@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional
 import click
 
 from envdoctor.errors import BadInput
+from envdoctor.options import Seconds
 
 TABLE_NAMES = ("cuda_driver", "gpus", "pytorch", "tensorflow", "jax", "cudnn", "incompatibilities")
 _NESTED = ("patch_rows", "variants", "plugins")
@@ -152,8 +153,8 @@ _index_option = click.option(
     "--index-url", "index_urls", multiple=True, metavar="URL",
     help="Package index (simple API; http(s):// or file://) to read instead of the ones pip is configured with. "
          "Repeatable.")
-_timeout_option = click.option("--timeout", type=click.FloatRange(0.1, 600), default=15.0, show_default=True,
-                               help="Seconds each index request may take (each is retried twice).")
+_timeout_option = click.option("--timeout", type=Seconds(0.1, 600), default=15.0, show_default=True,
+                               help="Seconds each index request may take in all, connect to last byte (each is retried twice).")
 
 
 @matrices.command(name="verify")

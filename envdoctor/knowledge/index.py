@@ -22,6 +22,8 @@ import html
 import json
 import os
 import re
+import socket
+import threading
 import time
 import zipfile
 from dataclasses import dataclass, field
@@ -59,6 +61,10 @@ class IndexUnavailable(EnvdoctorError):
 
 class NoIndexConfigured(EnvdoctorError):
     """Neither pip's configuration nor the command line names an index."""
+
+
+class _PastDeadline(Exception):
+    """One request took longer than the client's timeout in all (retried like a timeout)."""
 
 
 # --------------------------------------------------------------------------- pip configuration
@@ -409,6 +415,8 @@ class IndexClient:
         path = Path(url2pathname(unquote(urlparse(url).path)))
         if path.is_dir():
             path = path / "index.html"
+        if path.exists() and not path.is_file():  # a FIFO or a device would block or never end
+            raise IndexUnavailable(f"cannot read {url}: not a regular file")
         try:
             with open(path, "rb") as fh:
                 body = fh.read(limit + 1)
@@ -430,26 +438,14 @@ class IndexClient:
             if attempt:
                 time.sleep(self.backoff * (2 ** (attempt - 1)))
             try:
-                kwargs = {"headers": headers, "timeout": (min(self.timeout, 10.0), self.timeout), "stream": True}
-                if self.cert:
-                    kwargs["verify"] = self.cert
-                with self._session_obj().get(url, **kwargs) as resp:
-                    status = resp.status_code
-                    if status in (404, 410):
-                        return Response(status, "", b"", url)
-                    if status >= 500 or status == 429:
-                        last = f"HTTP {status}"
-                        continue
-                    if status >= 400:
-                        raise IndexUnavailable(f"package index refused {url}: HTTP {status}")
-                    body = b""
-                    for chunk in resp.iter_content(64 * 1024):
-                        body += chunk
-                        if len(body) > limit:
-                            raise IndexUnavailable(f"{url} is larger than {limit // (1024 * 1024)} MiB")
-                    ctype = resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
-                    return Response(status, ctype, body, str(resp.url or url))
-            except requests.exceptions.Timeout:
+                resp = self._get_within(url, headers, limit)
+                if resp.status >= 500 or resp.status == 429:
+                    last = f"HTTP {resp.status}"
+                    continue
+                if resp.status >= 400 and resp.status not in (404, 410):
+                    raise IndexUnavailable(f"package index refused {url}: HTTP {resp.status}")
+                return resp
+            except (requests.exceptions.Timeout, _PastDeadline):
                 last = f"timed out after {self.timeout:g} s"
             except requests.exceptions.SSLError as exc:
                 raise IndexUnavailable(f"cannot reach package index at {url}: TLS error ({_short(exc)})") from None
@@ -459,6 +455,54 @@ class IndexClient:
                 raise IndexUnavailable(f"cannot reach package index at {url}: {_short(exc)}") from None
         raise IndexUnavailable(f"cannot reach package index at {url}: {last} "
                                f"(tried {self.retries + 1} times; offline? pass --index-url to use another index)")
+
+    def _get_within(self, url: str, headers: Dict[str, str], limit: int) -> Response:
+        """One GET, bounded as a whole: `self.timeout` from the connect to the body's last byte.
+
+        requests' timeout applies to each read, so a server dripping a byte a second never trips it.
+        The request runs in a daemon thread that this one waits for until the deadline: past it,
+        _PastDeadline is raised at once. The thread is left to end by itself: once the headers came its
+        socket is shut down here (its read fails at once); before that it ends when the server gives up
+        or a read waits longer than the timeout, and with the process at the latest (a daemon thread)."""
+        deadline = time.monotonic() + self.timeout
+        box: Dict[str, object] = {}
+
+        def work() -> None:
+            try:
+                box["value"] = self._get_body(url, headers, limit, deadline, box)
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+                box["error"] = exc
+
+        worker = threading.Thread(target=work, name="envdoctor-index-get", daemon=True)
+        worker.start()
+        worker.join(self.timeout)
+        if worker.is_alive():
+            box["abandoned"] = True
+            _shut(box.get("response"))
+            raise _PastDeadline(url)
+        if "error" in box:
+            raise box["error"]  # type: ignore[misc]
+        return box["value"]  # type: ignore[return-value]
+
+    def _get_body(self, url: str, headers: Dict[str, str], limit: int, deadline: float,
+                  box: Dict[str, object]) -> Response:
+        kwargs = {"headers": headers, "timeout": (min(self.timeout, 10.0), self.timeout), "stream": True}
+        if self.cert:
+            kwargs["verify"] = self.cert
+        with self._session_obj().get(url, **kwargs) as resp:
+            box["response"] = resp
+            status = resp.status_code
+            if status >= 400:
+                return Response(status, "", b"", url)
+            body = bytearray()
+            for chunk in resp.iter_content(64 * 1024):
+                if box.get("abandoned") or time.monotonic() > deadline:
+                    raise _PastDeadline(url)
+                body += chunk
+                if len(body) > limit:
+                    raise IndexUnavailable(f"{url} is larger than {limit // (1024 * 1024)} MiB")
+            ctype = resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
+            return Response(status, ctype, bytes(body), str(resp.url or url))
 
     # ---------------------------------------------------------------- pages
 
@@ -586,6 +630,19 @@ def pick_wheel(files: Sequence[DistFile], version: str, platform: str = "manylin
         )
 
     return sorted(cands, key=key)[0]
+
+
+def _shut(resp: object) -> None:
+    """Best effort: shut the socket under a requests response down, so a read blocked on it returns now."""
+    raw = getattr(resp, "raw", None)
+    conn = getattr(raw, "connection", None) or getattr(raw, "_connection", None)
+    sock = getattr(conn, "sock", None)
+    if sock is None:
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except (OSError, AttributeError):
+        pass
 
 
 def _short(exc: BaseException) -> str:

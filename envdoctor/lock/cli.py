@@ -15,6 +15,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import click
 
+from envdoctor.options import Seconds
+
 PLATFORM_CHOICES = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64", "wsl2")
 _PY_VERSION = re.compile(r"^\s*3\.\d{1,2}(\.\d+)?\s*$")
 _CC_TEXT = re.compile(r"^\s*(?:(?:sm|compute)_\d{2,3}[af]?|\d{1,2}\.\d)\s*$", re.IGNORECASE)
@@ -44,7 +46,7 @@ def _fw_option(name: str):
               help="torch companions kept in lock-step: torchvision,torchaudio (default) or none.")
 @click.option("--root", "root_dir", metavar="DIR", help="Read system files under DIR instead of / (a mounted image).")
 @click.option("--snapshot", "snapshot_file", metavar="FILE", help="Take the machine from a saved snapshot instead of probing.")
-@click.option("--timeout", type=click.FloatRange(0.1, 600), default=5.0, show_default=True,
+@click.option("--timeout", type=Seconds(0.1, 600), default=5.0, show_default=True,
               help="Seconds each external command may take while probing.")
 @click.option("--format", "fmt", type=click.Choice(("requirements", "conda", "json")), default="requirements",
               show_default=True, help="requirements-cuda.txt (pip / uv), environment.yml (conda) or json.")

@@ -14,6 +14,8 @@ import sys
 
 import click
 
+from envdoctor.options import Seconds
+
 INSTALLERS = ("auto", "pip", "uv")
 
 
@@ -31,7 +33,7 @@ INSTALLERS = ("auto", "pip", "uv")
 @click.option("--companions", metavar="LIST", default=None,
               help="torch companions kept in lock-step: torchvision,torchaudio (the lock's default) or none.")
 @click.option("--snapshot", "snapshot_file", metavar="FILE", help="Take the machine's facts from a saved snapshot.")
-@click.option("--timeout", type=click.FloatRange(0.1, 600), default=5.0, show_default=True,
+@click.option("--timeout", type=Seconds(0.1, 600), default=5.0, show_default=True,
               help="Seconds each probing command may take.")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask before creating the environment and installing.")
 @click.option("--dry-run", is_flag=True, help="Print the exact shell script onboarding would run; change nothing.")

@@ -306,6 +306,78 @@ def existing_env(target: P.Target, force: bool) -> str:
     return "replace"
 
 
+# --------------------------------------------------------------------------- one run at a time
+
+LOCK_SUFFIX = ".envdoctor-onboard.lock"
+
+
+def lock_path(target: P.Target) -> str:
+    """The lock file of an environment: next to a venv (``DIR/../.NAME.envdoctor-onboard.lock``), so it
+    exists before the folder does and is not moved away with it by --force; for a conda environment,
+    whose prefix is not known before it is made, in envdoctor's cache folder."""
+    if target.kind == "venv":
+        parent, name = os.path.split(os.path.abspath(target.path))
+        return os.path.join(parent, f".{name}{LOCK_SUFFIX}")
+    from envdoctor.knowledge.load import default_cache_dir
+
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", target.name) or "_"
+    return str(default_cache_dir().parent / "locks" / f"conda-{safe}{LOCK_SUFFIX}")
+
+
+class EnvLock:
+    """An exclusive ``fcntl.flock`` on the environment's lock file, held while onboard may change it.
+
+    A second onboarding of the same environment does not wait: it says who holds the lock in one line
+    and exits 2. The kernel drops the lock when the holder ends in any way (SIGKILL included), so a
+    stale lock file never blocks a rerun; the file itself is left in place (removing it would race)."""
+
+    def __init__(self, target: P.Target) -> None:
+        self.target = target
+        self.path = lock_path(target)
+        self.fd: Optional[int] = None
+
+    def acquire(self) -> None:
+        import errno
+        import fcntl
+
+        where = self.target.path if self.target.kind == "venv" else f"conda environment {self.target.name}"
+        paths = [self.path]
+        if self.target.kind == "venv" and os.path.isdir(self.target.path):
+            paths.append(os.path.join(self.target.path, LOCK_SUFFIX.lstrip(".")))  # a folder we may not write next to
+        last: Optional[OSError] = None
+        for path in paths:
+            try:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                last = exc
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+                os.close(fd)
+                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    who = f" (pid {holder})" if holder.isdigit() else ""
+                    raise BadInput(f"another envdoctor onboard{who} is working on {where} (lock {path}); "
+                                   "wait for it to end, or stop it, then rerun") from None
+                raise BadInput(f"cannot lock {path}: {exc.strerror or exc}") from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+            self.fd, self.path = fd, path
+            return
+        raise BadInput(f"cannot create the lock file {self.path}: {getattr(last, 'strerror', None) or last}")
+
+    def release(self) -> None:
+        if self.fd is not None:
+            try:
+                os.ftruncate(self.fd, 0)
+            except OSError:
+                pass
+            os.close(self.fd)  # closing drops the flock
+            self.fd = None
+
+
 # --------------------------------------------------------------------------- the run
 
 
@@ -323,6 +395,7 @@ class Onboarding:
         self.report: Any = None
         self.plan: Optional[P.Plan] = None
         self.lock: Any = None
+        self.env_lock: Optional[EnvLock] = None
         self.smoke_run: Any = None
         self.backup: Optional[str] = None
         self.step_status: Dict[str, Dict[str, Any]] = {}
@@ -417,6 +490,13 @@ class Onboarding:
 
     # -- the whole run
     def run(self) -> int:
+        try:
+            return self._run()
+        finally:
+            if self.env_lock is not None:
+                self.env_lock.release()
+
+    def _run(self) -> int:
         o = self.opts
         if o.env_dir and o.conda:
             raise BadInput("--env-dir and --conda exclude each other: a venv or a conda environment")
@@ -429,6 +509,9 @@ class Onboarding:
             target.path = conda_prefix(self.runner, tool_path, o.conda) or ""
         else:
             target = P.Target(kind="venv", tool=tool, tool_path=tool_path, path=os.path.abspath(o.env_dir or ".venv"))
+        if not (o.dry_run or o.emit_script):  # two runs never change one environment at once
+            self.env_lock = EnvLock(target)
+            self.env_lock.acquire()
         situation = existing_env(target, o.force)  # before anything is printed: a refusal is one line
         base = base_python(self.runner, o.python)
         self.progress.echo(f"envdoctor onboard: {target.describe()}, Python {base.version} ({base.executable})")
@@ -571,9 +654,10 @@ class Onboarding:
 
         try:
             res = run_logged(self.runner, self.log, argv, timeout, on_line)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl-C, or SIGTERM / SIGHUP (envdoctor.cli)
             secs = time.monotonic() - t0
-            self.state.record(name, "interrupted", inputs, duration_s=secs, detail="interrupted (Ctrl-C)")
+            why = "interrupted (Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else "stopped by a signal"
+            self.state.record(name, "interrupted", inputs, duration_s=secs, detail=why)
             self.progress.step(name, "interrupted", f"interrupted; rerun the same command to continue (log: {self.log.path})")
             raise
         secs = time.monotonic() - t0

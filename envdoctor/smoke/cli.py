@@ -7,7 +7,7 @@ import sys
 import click
 
 from envdoctor.cli import force_option
-
+from envdoctor.options import Seconds
 from envdoctor.smoke import DEFAULT_TIMEOUT, FRAMEWORKS
 
 
@@ -16,7 +16,7 @@ from envdoctor.smoke import DEFAULT_TIMEOUT, FRAMEWORKS
               help="Test the frameworks of this Python interpreter (default: the active venv/conda env, else envdoctor's).")
 @click.option("--framework", "frameworks", multiple=True, type=click.Choice(FRAMEWORKS), metavar="NAME",
               help=f"Test only this framework (repeatable; {', '.join(FRAMEWORKS)}). Default: every one installed.")
-@click.option("--timeout", type=click.FloatRange(0.5, 86400), default=DEFAULT_TIMEOUT, show_default=True,
+@click.option("--timeout", type=Seconds(0.5, 86400), default=DEFAULT_TIMEOUT, show_default=True,
               help="Seconds each framework's program may take in all; a hung one is killed.")
 @click.option("--bench", is_flag=True, help="Also measure matmul throughput (GFLOP/s) and host-to-device bandwidth.")
 @click.option("--require-gpu", is_flag=True, help="A missing GPU is an error (exit 1), not 'not available'.")
