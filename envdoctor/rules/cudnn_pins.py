@@ -413,14 +413,17 @@ minor. cuDNN keeps its ABI only within a major (libcudnn.so.8 vs libcudnn.so.9),
 or one of another major fails at import or at the first convolution ("Could not load dynamic
 library 'libcudnn.so.8'", "DNN library is not found"). An older minor than the build's is refused
 at start-up: "Loaded runtime CuDNN library: 8.5.0 but source was compiled with: 8.6.0. CuDNN library
-needs to have matching major version and equal or higher minor version". Pip builds name the cuDNN
+needs to have matching major version and equal or higher minor version" (an error: the framework does
+not start its GPU path). Pip builds name the cuDNN
 they need in their Requires-Dist pins (nvidia-cudnn-cu12==9.1.0.70); TensorFlow without [and-cuda]
 and jax's *_local installs need a system cuDNN of the right major on the loader path.
 """,
-    example="jaxlib 0.4.7+cuda11.cudnn86 with only libcudnn.so.8.5.0 on the machine: `ED300 warning`, "
+    example="jaxlib 0.4.7+cuda11.cudnn86 with only libcudnn.so.8.5.0 on the machine: `ED300 error`, "
             "'jaxlib 0.4.7+cuda11.cudnn86 needs cuDNN >= 8.6; the newest cuDNN 8 found is 8.5.0'.",
     references=[
         "https://github.com/jax-ml/jax/issues/15268",
+        "https://github.com/jax-ml/jax/issues/6517",
+        "https://github.com/tensorflow/tensorflow/issues/60913",
         "https://github.com/jax-ml/jax/issues/29315",
         "https://github.com/tensorflow/tensorflow/issues/60854",
         "https://github.com/pytorch/pytorch/issues/104259",
@@ -513,7 +516,7 @@ def _judge_wheel(ctx, r, need: CudnnNeed, pin: Pin, installed: str, base_ev):
             f"{label} needs {pin.text} but {pin.name} {installed} is installed, older than the "
             f"{need.minimum} it requires: it refuses the older cuDNN at start-up (\"Loaded runtime CuDNN library: "
             f"{_mmp(iv)} but source was compiled with: {_mmp(need.minimum)}\").",
-            severity="warning", evidence=ev, fix=fix, cause=pin_cause(fw, pin.name), subject=label)
+            severity="error", evidence=ev, fix=fix, cause=pin_cause(fw, pin.name), subject=label)
     return None
 
 
@@ -541,7 +544,7 @@ def _judge_version(ctx, r, need: CudnnNeed, version: str, where: str, source: st
         f"{label} needs cuDNN >= {need.minimum} but the newest cuDNN {need.major} found is {version} ({where}): "
         f"it refuses it at start-up (\"Loaded runtime CuDNN library: {_mmp(iv)} but source was compiled with: "
         f"{_mmp(need.minimum)}\").",
-        severity="warning", evidence=ev, fix=fix, cause=pin_cause(fw, "cudnn"), subject=label)
+        severity="error", evidence=ev, fix=fix, cause=pin_cause(fw, "cudnn"), subject=label)
 
 
 def _judge_system(ctx, r, need: CudnnNeed, base_ev, other_wheels: Dict[str, str]):

@@ -209,7 +209,7 @@ def test_ed300_jaxlib_built_for_newer_cudnn_than_the_system_has():
     found = [f for f in run(snap) if f.id == "ED300"]
     assert len(found) == 1
     f = found[0]
-    assert f.severity == "warning"
+    assert f.severity == "error"  # it refuses the older cuDNN at start-up (issue 14, class 6)
     assert "jaxlib 0.4.7+cuda11.cudnn86" in f.message and "8.6" in f.message and "8.5.0" in f.message
     assert any("nvidia-cudnn-cu11>=8.6" in x for x in f.fix)
 
@@ -320,7 +320,7 @@ def test_ed300_plugin_wheel_older_than_its_minimum():
     snap = machine(driver="570.124.06", gpus=["NVIDIA H100 80GB HBM3:9.0"], frameworks=fws,
                    packages={"nvidia-cudnn-cu12": "9.5.1.17", "nvidia-cublas-cu12": "12.6.4.1"})
     f = next(f for f in run(snap) if f.id == "ED300")
-    assert f.severity == "warning"
+    assert f.severity == "error"  # it refuses the older cuDNN at start-up (issue 14, class 6)
     assert "jax-cuda12-plugin 0.6.2" in f.message and "9.5.1.17" in f.message and "9.8" in f.message
     assert '$ pip install "nvidia-cudnn-cu12<10.0,>=9.8"' in f.fix
 
