@@ -210,9 +210,14 @@ def parse_pins(fw: Framework, snap: Snapshot) -> List[Pin]:
     return out
 
 
-def in_effect(pin: Pin, pkgs: Dict[str, str]) -> bool:
-    """Unconditional pins always; pins behind an extra when the package they name is installed."""
-    return pin.extra is None or pin.name in pkgs
+def in_effect(pin: Pin, pkgs: Dict[str, str], extras: Optional[Dict[str, Optional[bool]]] = None) -> bool:
+    """Unconditional pins always; pins behind an extra when the package they name is installed and (when `extras`
+    says, envdoctor.facts.libraries) that extra itself was installed."""
+    if pin.extra is None:
+        return True
+    if extras is not None and extras.get(pin.extra) is False:
+        return False
+    return pin.name in pkgs
 
 
 def cudnn_wheel_major(name: str) -> Optional[int]:
@@ -312,6 +317,8 @@ def _cuda_major(fw: Framework) -> Optional[int]:
 
 def cudnn_needs(ctx) -> List[CudnnNeed]:
     """What cuDNN each installed CUDA build needs, from the build first and the matrices second."""
+    from envdoctor.facts.libraries import extras_in_effect
+
     snap = ctx.snap
     m = ctx.matrices
     out: List[CudnnNeed] = []
@@ -323,7 +330,9 @@ def cudnn_needs(ctx) -> List[CudnnNeed]:
             continue
         if fw.name not in ("torch", "tensorflow", "jaxlib") and plugin is None:
             continue
-        pins = [p for p in parse_pins(fw, snap) if is_cudnn_wheel(p.name)]
+        extras = extras_in_effect(fw, snap, ctx.frameworks)
+        # a pin behind an extra that was not installed (plain tensorflow, not [and-cuda]) is not what the build loads
+        pins = [p for p in parse_pins(fw, snap) if is_cudnn_wheel(p.name) and extras.get(p.extra) is not False]
         if pins:
             p = pins[0]
             out.append(CudnnNeed(fw, spec_major(p.specifier), lower_bound(p.specifier), p, True,
@@ -740,6 +749,8 @@ def _violation_severity(installed: Version, pin: Pin) -> str:
 
 
 def pin_clashes(ctx) -> List[Clash]:
+    from envdoctor.facts.libraries import extras_in_effect
+
     snap = ctx.snap
     pkgs = packages(snap)
     by_family: Dict[str, List[Pin]] = {}
@@ -747,8 +758,9 @@ def pin_clashes(ctx) -> List[Clash]:
         fam = _family(fw)
         if fam is None:
             continue
+        extras = extras_in_effect(fw, snap, ctx.frameworks)
         pins = [p for p in parse_pins(fw, snap) if (p.name.startswith("nvidia-") or p.name.startswith("cuda-"))
-                and in_effect(p, pkgs) and str(p.specifier)]
+                and in_effect(p, pkgs, extras) and str(p.specifier)]
         by_family.setdefault(fam, []).extend(pins)
     out: List[Clash] = []
     fams = [f for f in _FAMILY_ORDER if f in by_family]
@@ -855,8 +867,11 @@ def _agree(pins_a: Dict[str, SpecifierSet], pins_b: Dict[str, SpecifierSet], pac
 
 
 def _current_pins(ctx, fw: Framework) -> Dict[str, SpecifierSet]:
+    from envdoctor.facts.libraries import extras_in_effect
+
     pk = packages(ctx.snap)
-    return {p.name: p.specifier for p in parse_pins(fw, ctx.snap) if in_effect(p, pk) and str(p.specifier)}
+    extras = extras_in_effect(fw, ctx.snap, ctx.frameworks)
+    return {p.name: p.specifier for p in parse_pins(fw, ctx.snap) if in_effect(p, pk, extras) and str(p.specifier)}
 
 
 def _family_of_pin(pin: Pin) -> str:

@@ -135,8 +135,10 @@ def test_jax_plugin_and_torch_whose_pins_agree_are_healthy():
 # ---------------------------------------------------------------------------------------------
 def test_ed320_torch_and_tensorflow_and_cuda_in_one_env():
     """https://github.com/TencentARC/Moto/issues/2 : tensorflow[and-cuda]==2.15.1 next to torch==2.4.1.
-    (TF 2.15.1's and-cuda lines are taken from the 2.15.0 wheel, the recorded metadata.)"""
-    snap = machine(driver="550.54.15", driver_cuda="12.4", gpus=A100, packages=TORCH_241_PKGS,
+    (TF 2.15.1's and-cuda lines are taken from the 2.15.0 wheel, the recorded metadata.) The extra's packages that
+    torch does not pin (nvidia-cuda-nvcc-cu12, tensorrt) are what shows that [and-cuda] was installed."""
+    pkgs = dict(TORCH_241_PKGS, **{"nvidia-cuda-nvcc-cu12": "12.2.140", "tensorrt": "8.6.1.post1"})
+    snap = machine(driver="550.54.15", driver_cuda="12.4", gpus=A100, packages=pkgs,
                    frameworks=[torch("2.4.1", cuda="12.1", requires=TORCH_241),
                                tensorflow("2.15.1", cuda="12.2", cudnn="8", requires=TF_215)])
     found = [f for f in run(snap) if f.id == "ED320"]
