@@ -247,16 +247,21 @@ def gpu_arch_not_in_build(ctx, r):
             if not vis.certain:
                 severity = "warning"
                 msg += f" ({vis.note} may hide this GPU.)"
-            if b.family == "torch":
-                fixes, fev, note = _torch_fix(ctx, b, all_ccs, cc)
-                msg += note
-            else:
-                fixes, fev = _tf_fix(ctx, all_ccs, cc)
+            fixes, fev, note = _arch_fix(ctx, b, all_ccs, cc)
+            msg += note
             ev.extend(fev)
             subject = f"{b.label} on GPU {','.join(str(g.index) for g in gpus)}"
             out.append(r.finding(msg, severity=severity, evidence=ev, fix=fixes, subject=subject,
                                  area="gpu"))
     return out
+
+
+def _arch_fix(ctx, b: CudaBuild, all_ccs: List[str], cc: str) -> Tuple[List[str], List[EvidenceItem], str]:
+    """(fix lines, their evidence, a note for the message) for a torch or TensorFlow build without kernels for `cc`."""
+    if b.family == "torch":
+        return _torch_fix(ctx, b, all_ccs, cc)
+    fixes, fev = _tf_fix(ctx, all_ccs, cc)
+    return fixes, fev, ""
 
 
 def cuda_cannot_target(m, cuda: str, cc: str) -> bool:
@@ -305,11 +310,8 @@ def _cuda_cannot_target_finding(ctx, r, b: CudaBuild, cc: str, gpus, vis, all_cc
         severity = "error"
     if not vis.certain:
         severity = "warning"
-    if b.family == "torch":
-        fixes, fev, note = _torch_fix(ctx, b, all_ccs, cc)
-        msg += note
-    else:
-        fixes, fev = _tf_fix(ctx, all_ccs, cc)
+    fixes, fev, note = _arch_fix(ctx, b, all_ccs, cc)
+    msg += note
     ev.extend(fev)
     return r.finding(msg, severity=severity, evidence=ev, fix=fixes, area="gpu",
                      subject=f"{b.label} on GPU {','.join(str(g.index) for g in gpus)}")
