@@ -37,13 +37,16 @@ def prepare_judgement(only=None, skip=None, command="check"):
     return rules, matrices, warnings
 
 
-def build_report(snap, only=None, skip=None, prepared=None):
+def build_report(snap, only=None, skip=None, prepared=None, expect_cpu=None):
+    """`expect_cpu`: the frameworks the user expects on the CPU (a set, possibly empty), or None where the
+    command does not know (envdoctor.rules.intent)."""
     from envdoctor.report import Report
     from envdoctor.rules.context import Context
     from envdoctor.rules.engine import run_rules
 
     rules, matrices, warnings = prepared if prepared is not None else prepare_judgement(only, skip)
-    findings = run_rules(Context(snap, matrices), rules)
+    extra = {"expect_cpu": frozenset(expect_cpu)} if expect_cpu is not None else {}
+    findings = run_rules(Context(snap, matrices, extra=extra), rules)
     return Report(snap, findings, data_collected=getattr(matrices, "collected", "") or "", data_warnings=warnings)
 
 
@@ -78,15 +81,21 @@ def use_color() -> bool:
 @force_option
 @click.option("--smoke", "with_smoke", is_flag=True,
               help="Also run `envdoctor smoke` (tiny kernels, each framework in a child process) and fold in its results.")
+@click.option("--expect-cpu", "expect_cpu", multiple=True, metavar="FRAMEWORK",
+              help="torch, tensorflow or jax is meant to run on the CPU: its CPU-only build is an info, not an error "
+                   "(also `expect-cpu = [...]` under [tool.envdoctor] in pyproject.toml or in envdoctor.toml).")
 def check(python_path, root_dir, snapshot_file, timeout, fmt, strict, only, skip, verbose, no_redact, output,
-          force_output, with_smoke):
+          force_output, with_smoke, expect_cpu):
     """Judge the machine: findings with IDs, evidence and fixes. Exit 0 ok, 1 error (--strict: or warning), 2 usage."""
+    from envdoctor.rules import intent
+
+    expected = intent.normalise(expect_cpu, "--expect-cpu") | intent.configured()
     # Rules are selected first so a bad --only fails before any probing. (Loading the rules in a
     # thread beside the probes was measured slower: both are CPU-bound Python, and the GIL
     # ping-pong cost more than the subprocess waits it hid.)
     prepared = prepare_judgement(_split_ids(only), _split_ids(skip), "check --smoke" if with_smoke else "check")
     snap = obtain_snapshot(python_path, root_dir, snapshot_file, timeout)
-    report = build_report(snap, prepared=prepared)
+    report = build_report(snap, prepared=prepared, expect_cpu=expected)
     if with_smoke:
         if snapshot_file or root_dir:
             from envdoctor.errors import BadInput

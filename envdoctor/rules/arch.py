@@ -214,6 +214,9 @@ def gpu_arch_not_in_build(ctx, r):
             continue
         for cc, gpus in groups.items():
             verdict, ptx, info = analyse(ctx, b, cc)
+            if verdict == "unknown" and info is None and cuda_cannot_target(m, b.cuda, cc):
+                out.append(_cuda_cannot_target_finding(ctx, r, b, cc, gpus, vis, all_ccs))
+                continue
             if verdict in ("ok", "unknown"):
                 continue
             archs = " ".join(info.arch_list)
@@ -244,16 +247,74 @@ def gpu_arch_not_in_build(ctx, r):
             if not vis.certain:
                 severity = "warning"
                 msg += f" ({vis.note} may hide this GPU.)"
-            if b.family == "torch":
-                fixes, fev, note = _torch_fix(ctx, b, all_ccs, cc)
-                msg += note
-            else:
-                fixes, fev = _tf_fix(ctx, all_ccs, cc)
+            fixes, fev, note = _arch_fix(ctx, b, all_ccs, cc)
+            msg += note
             ev.extend(fev)
             subject = f"{b.label} on GPU {','.join(str(g.index) for g in gpus)}"
             out.append(r.finding(msg, severity=severity, evidence=ev, fix=fixes, subject=subject,
                                  area="gpu"))
     return out
+
+
+def _arch_fix(ctx, b: CudaBuild, all_ccs: List[str], cc: str) -> Tuple[List[str], List[EvidenceItem], str]:
+    """(fix lines, their evidence, a note for the message) for a torch or TensorFlow build without kernels for `cc`."""
+    if b.family == "torch":
+        return _torch_fix(ctx, b, all_ccs, cc)
+    fixes, fev = _tf_fix(ctx, all_ccs, cc)
+    return fixes, fev, ""
+
+
+def cuda_cannot_target(m, cuda: str, cc: str) -> bool:
+    """True when no toolkit of the build's CUDA (an X.Y, or every X.y of a major-only "12") can build kernels
+    for compute capability `cc` (NVIDIA's CUDA-to-GPU table: CUDA 12 dropped Kepler, CUDA 10 predates Ampere)."""
+    if m is None or not cuda:
+        return False
+    if "." in cuda:
+        return m.cuda_supports_cc(cuda, cc) is False
+    return all(m.cuda_supports_cc(f"{cuda}.{minor}", cc) is False for minor in (0, 9))
+
+
+def _cuda_cannot_target_finding(ctx, r, b: CudaBuild, cc: str, gpus, vis, all_ccs):
+    """A build whose arch list nobody knows (a release older than the data, a source build), judged by what it
+    states itself: its CUDA cannot produce kernels for this GPU at all."""
+    m = matrices(ctx)
+    arch = _arch_name(m, cc)
+    info = m.arch(cc)
+    span = ""
+    if info is not None and info.first_cuda and info.last_cuda:
+        span = f" ({_sm(cc)} needs CUDA {info.first_cuda} to {info.last_cuda})"
+    elif info is not None and info.first_cuda:
+        span = f" ({_sm(cc)} needs CUDA {info.first_cuda} or newer)"
+    elif info is not None and info.last_cuda:
+        span = f" (the last CUDA that targets {_sm(cc)} is {info.last_cuda})"
+    ev = _gpu_evidence(ctx, gpus) + [EvidenceItem(f"{b.label} built for CUDA", b.cuda, b.cuda_source)]
+    if info is not None:
+        ev.append(EvidenceItem(f"CUDA versions that target {_sm(cc)}", f"{info.first_cuda or '?'} to "
+                               f"{info.last_cuda or 'current'}", row_source(m, info)))
+    ev.extend(vis.evidence)
+    what = f"CUDA {b.cuda}" if "." in b.cuda else f"CUDA {b.cuda}.x"
+    # a GPU newer than the build's CUDA may still run PTX of an older arch (JIT), unless XLA must generate code
+    gpu_newer = info is not None and bool(info.first_cuda) and \
+        (parse_version(b.cuda) or Version("0")) < Version(info.first_cuda)
+    if gpu_newer and b.family not in XLA_FAMILIES:
+        msg = (f"{_gpus_text(ctx, gpus)} probably cannot run {b.label}: the build states it was compiled with "
+               f"{what}, which predates {arch}{_sm(cc)}{span}, so it has no native kernels for this GPU and runs only "
+               f"if it embeds PTX for the driver to JIT-compile (else \"no kernel image is available for execution on "
+               f"the device\"). Judged from the build itself: envdoctor's data has no arch list for this release.")
+        severity = "warning"
+    else:
+        msg = (f"{_gpus_text(ctx, gpus)} cannot run {b.label}: the build states it was compiled with {what}, which "
+               f"cannot produce {arch}{_sm(cc)} code{span}, so it has no kernel image for this GPU (\"no kernel image "
+               f"is available for execution on the device\"; XLA cannot generate code for it either). Judged from the "
+               f"build itself: envdoctor's data has no arch list for this release.")
+        severity = "error"
+    if not vis.certain:
+        severity = "warning"
+    fixes, fev, note = _arch_fix(ctx, b, all_ccs, cc)
+    msg += note
+    ev.extend(fev)
+    return r.finding(msg, severity=severity, evidence=ev, fix=fixes, area="gpu",
+                     subject=f"{b.label} on GPU {','.join(str(g.index) for g in gpus)}")
 
 
 def _jax_findings(ctx, r, b: CudaBuild, groups, vis) -> list:

@@ -18,6 +18,7 @@ from packaging.version import Version
 from envdoctor.rules.requires import marker_extras
 from envdoctor.rules.base import EvidenceItem, rule
 from envdoctor.rules.context import parse_version
+from envdoctor.rules.intent import cpu_build_severity
 from envdoctor.rules.cudnn_pins import (
     driver_os,
     frameworks_named,
@@ -202,17 +203,23 @@ def _main_frameworks(ctx) -> List[Framework]:
     id="ED400",
     name="cpu-build-on-gpu-machine",
     title="A CPU-only build on a machine with a usable NVIDIA GPU",
-    severity="warning",
+    severity="error",
     area="environment",
     rationale="""
-A CPU build (torch +cpu, tensorflow-cpu, jaxlib without a CUDA plugin) imports and runs, but never
-touches the GPU: torch.cuda.is_available() is False ("Torch not compiled with CUDA enabled") and the
-work runs on the CPU. Most people got it by accident: plain `pip install torch` gives the CPU build on
-Windows and macOS, an --index-url mix-up gives +cpu on Linux, and tensorflow-cpu or a bare `jax`
-install has no GPU support. The fix is the GPU build of the same release that fits this driver and GPU.
+The question is "will it use the GPU". A CPU build (torch +cpu, tensorflow-cpu, jaxlib without a CUDA
+plugin) imports and runs, but never touches the GPU: torch.cuda.is_available() is False ("Torch not
+compiled with CUDA enabled") and the work runs on the CPU. Most people got it by accident: plain `pip
+install torch` gives the CPU build on Windows and macOS, an --index-url mix-up gives +cpu on Linux, and
+tensorflow-cpu or a bare `jax` install has no GPU support. On a machine with a usable NVIDIA GPU that is
+an error by default; a user who wants that framework on the CPU says so (`check --expect-cpu torch`, or
+`expect-cpu = ["torch"]` under [tool.envdoctor] in pyproject.toml or in an envdoctor.toml) and it is an
+info. A machine without a GPU is untouched (ED001). `gate`, which does not read that intent, reports a
+warning. The fix is the GPU build of the same release that fits this driver and GPU ("no fix known" when
+the data names none: the finding stands either way).
 """,
-    example="Windows, RTX 4080 Laptop GPU, driver 551.86, torch 2.2.2 (CPU): `ED400 warning` with "
-            "`pip install \"torch==2.2.2+cu121\" --index-url https://download.pytorch.org/whl/cu121`.",
+    example="Windows, RTX 4080 Laptop GPU, driver 551.86, torch 2.2.2 (CPU): `ED400 error` with "
+            "`pip install \"torch==2.2.2+cu121\" --index-url https://download.pytorch.org/whl/cu121`; "
+            "with `--expect-cpu torch` an info.",
     references=[
         "https://github.com/pytorch/pytorch/issues/122924",
         "https://pytorch.org/get-started/locally/",
@@ -261,15 +268,21 @@ def cpu_build_on_gpu_machine(ctx, r):
             if any(jax_plugin(f) is not None for f in ctx.frameworks):
                 continue  # a plugin is there; versions.py judges whether it loads
             cmd = jax_install_cmd(ctx, fw.version)
-            if cmd is None:
-                continue
             jaxlib = ctx.framework("jaxlib")
             if jaxlib is not None:
                 ev.append(EvidenceItem("jaxlib", fw_label(jaxlib), fw_src(jaxlib)))
-            fix += ["Install the CUDA plugin that fits this driver and GPU:", cmd]
+            if cmd is not None:
+                fix += ["Install the CUDA plugin that fits this driver and GPU:", cmd]
+            else:  # a failed look-up never suppresses the finding
+                fix.append(f"No fix known: envdoctor's data names no jax CUDA plugin that fits driver "
+                           f"{ctx.driver_version} and {gpus}; see https://docs.jax.dev/en/latest/installation.html.")
             msg = (f"{label} has no CUDA plugin installed (jaxlib {jaxlib.version if jaxlib else '?'} is CPU-only) but this "
                    f"machine has {gpus} (driver {ctx.driver_version}): jax.devices() lists only the CPU.")
-        findings.append(r.finding(msg, evidence=ev, fix=fix, subject=label, cause=f"cpu-build:{fw.name}"))
+        sev = cpu_build_severity(ctx, fw.name)
+        if sev == "info":
+            msg += f" Expected: {fw.name} is named in expect-cpu."
+        findings.append(r.finding(msg, severity=sev, evidence=ev, fix=fix if sev != "info" else [], subject=label,
+                                  cause=f"cpu-build:{fw.name}"))
     return findings
 
 
@@ -378,11 +391,15 @@ Some framework/platform pairs have no GPU build at all, so no install command fi
 TensorFlow 2.10 was the last release with GPU support on native Windows (2.11+ needs WSL2), JAX has
 no CUDA support on native Windows, and macOS has no CUDA at all (torch uses the MPS backend on Apple
 silicon; TensorFlow uses the tensorflow-metal plugin). The framework then runs on the CPU while the
-user believes it uses the GPU. envdoctor says so only when an NVIDIA GPU is present (warning) or the
-environment shows the intent to use one (info), and names what works instead.
+user believes it uses the GPU. envdoctor says so only when an NVIDIA GPU is present or the environment
+shows the intent to use one (info), and names what works instead. With a usable NVIDIA GPU on native
+Windows, `check` makes it an error unless the user expects that framework on the CPU (`--expect-cpu`,
+`expect-cpu` in [tool.envdoctor]; then info); `gate`, which does not read that intent, a warning. macOS
+stays an info (it has no CUDA at all).
 """,
-    example="Windows 10, GeForce GTX 1050 Ti, tensorflow 2.12.0: `ED410 warning` 'TensorFlow 2.12.0 has no GPU "
-            "build for native Windows (the last one was 2.10)' with the WSL2 and tensorflow<2.11 ways out.",
+    example="Windows 10, GeForce GTX 1050 Ti, tensorflow 2.12.0: `ED410 error` 'TensorFlow 2.12.0 has no GPU "
+            "build for native Windows (the last one was 2.10)' with the WSL2 and tensorflow<2.11 ways out; "
+            "`--expect-cpu tensorflow` makes it an info.",
     references=[
         "https://github.com/tensorflow/tensorflow/issues/60237",
         "https://www.tensorflow.org/install/pip#windows-native",
@@ -397,7 +414,6 @@ def no_gpu_build_for_platform(ctx, r):
         return []
     if not gpu_intent(ctx):
         return []
-    sev = "warning" if ctx.has_nvidia_gpu else "info"
     m = ctx.matrices
     gpus = _gpu_names(ctx) if ctx.has_nvidia_gpu else None
     findings = []
@@ -409,6 +425,7 @@ def no_gpu_build_for_platform(ctx, r):
                            ctx.snap.platform.evidence[0].source if ctx.snap.platform.evidence else "probe:platform")]
         ev += _gpu_facts(ctx)
         on = f" with {gpus}" if gpus else ""
+        sev = cpu_build_severity(ctx, fw.name) if ctx.has_nvidia_gpu else "info"
         if ctx.os == "windows" and fw.name == "tensorflow":
             if not _tf_no_windows_gpu(ctx, fw):
                 continue

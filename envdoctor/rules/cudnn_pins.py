@@ -210,9 +210,14 @@ def parse_pins(fw: Framework, snap: Snapshot) -> List[Pin]:
     return out
 
 
-def in_effect(pin: Pin, pkgs: Dict[str, str]) -> bool:
-    """Unconditional pins always; pins behind an extra when the package they name is installed."""
-    return pin.extra is None or pin.name in pkgs
+def in_effect(pin: Pin, pkgs: Dict[str, str], extras: Optional[Dict[str, Optional[bool]]] = None) -> bool:
+    """Unconditional pins always; pins behind an extra when the package they name is installed and (when `extras`
+    says, envdoctor.facts.libraries) that extra itself was installed."""
+    if pin.extra is None:
+        return True
+    if extras is not None and extras.get(pin.extra) is False:
+        return False
+    return pin.name in pkgs
 
 
 def cudnn_wheel_major(name: str) -> Optional[int]:
@@ -312,6 +317,8 @@ def _cuda_major(fw: Framework) -> Optional[int]:
 
 def cudnn_needs(ctx) -> List[CudnnNeed]:
     """What cuDNN each installed CUDA build needs, from the build first and the matrices second."""
+    from envdoctor.facts.libraries import extras_in_effect
+
     snap = ctx.snap
     m = ctx.matrices
     out: List[CudnnNeed] = []
@@ -323,7 +330,9 @@ def cudnn_needs(ctx) -> List[CudnnNeed]:
             continue
         if fw.name not in ("torch", "tensorflow", "jaxlib") and plugin is None:
             continue
-        pins = [p for p in parse_pins(fw, snap) if is_cudnn_wheel(p.name)]
+        extras = extras_in_effect(fw, snap, ctx.frameworks)
+        # a pin behind an extra that was not installed (plain tensorflow, not [and-cuda]) is not what the build loads
+        pins = [p for p in parse_pins(fw, snap) if is_cudnn_wheel(p.name) and extras.get(p.extra) is not False]
         if pins:
             p = pins[0]
             out.append(CudnnNeed(fw, spec_major(p.specifier), lower_bound(p.specifier), p, True,
@@ -413,14 +422,17 @@ minor. cuDNN keeps its ABI only within a major (libcudnn.so.8 vs libcudnn.so.9),
 or one of another major fails at import or at the first convolution ("Could not load dynamic
 library 'libcudnn.so.8'", "DNN library is not found"). An older minor than the build's is refused
 at start-up: "Loaded runtime CuDNN library: 8.5.0 but source was compiled with: 8.6.0. CuDNN library
-needs to have matching major version and equal or higher minor version". Pip builds name the cuDNN
+needs to have matching major version and equal or higher minor version" (an error: the framework does
+not start its GPU path). Pip builds name the cuDNN
 they need in their Requires-Dist pins (nvidia-cudnn-cu12==9.1.0.70); TensorFlow without [and-cuda]
 and jax's *_local installs need a system cuDNN of the right major on the loader path.
 """,
-    example="jaxlib 0.4.7+cuda11.cudnn86 with only libcudnn.so.8.5.0 on the machine: `ED300 warning`, "
+    example="jaxlib 0.4.7+cuda11.cudnn86 with only libcudnn.so.8.5.0 on the machine: `ED300 error`, "
             "'jaxlib 0.4.7+cuda11.cudnn86 needs cuDNN >= 8.6; the newest cuDNN 8 found is 8.5.0'.",
     references=[
         "https://github.com/jax-ml/jax/issues/15268",
+        "https://github.com/jax-ml/jax/issues/6517",
+        "https://github.com/tensorflow/tensorflow/issues/60913",
         "https://github.com/jax-ml/jax/issues/29315",
         "https://github.com/tensorflow/tensorflow/issues/60854",
         "https://github.com/pytorch/pytorch/issues/104259",
@@ -513,7 +525,7 @@ def _judge_wheel(ctx, r, need: CudnnNeed, pin: Pin, installed: str, base_ev):
             f"{label} needs {pin.text} but {pin.name} {installed} is installed, older than the "
             f"{need.minimum} it requires: it refuses the older cuDNN at start-up (\"Loaded runtime CuDNN library: "
             f"{_mmp(iv)} but source was compiled with: {_mmp(need.minimum)}\").",
-            severity="warning", evidence=ev, fix=fix, cause=pin_cause(fw, pin.name), subject=label)
+            severity="error", evidence=ev, fix=fix, cause=pin_cause(fw, pin.name), subject=label)
     return None
 
 
@@ -541,7 +553,7 @@ def _judge_version(ctx, r, need: CudnnNeed, version: str, where: str, source: st
         f"{label} needs cuDNN >= {need.minimum} but the newest cuDNN {need.major} found is {version} ({where}): "
         f"it refuses it at start-up (\"Loaded runtime CuDNN library: {_mmp(iv)} but source was compiled with: "
         f"{_mmp(need.minimum)}\").",
-        severity="warning", evidence=ev, fix=fix, cause=pin_cause(fw, "cudnn"), subject=label)
+        severity="error", evidence=ev, fix=fix, cause=pin_cause(fw, "cudnn"), subject=label)
 
 
 def _judge_system(ctx, r, need: CudnnNeed, base_ev, other_wheels: Dict[str, str]):
@@ -737,6 +749,8 @@ def _violation_severity(installed: Version, pin: Pin) -> str:
 
 
 def pin_clashes(ctx) -> List[Clash]:
+    from envdoctor.facts.libraries import extras_in_effect
+
     snap = ctx.snap
     pkgs = packages(snap)
     by_family: Dict[str, List[Pin]] = {}
@@ -744,8 +758,9 @@ def pin_clashes(ctx) -> List[Clash]:
         fam = _family(fw)
         if fam is None:
             continue
+        extras = extras_in_effect(fw, snap, ctx.frameworks)
         pins = [p for p in parse_pins(fw, snap) if (p.name.startswith("nvidia-") or p.name.startswith("cuda-"))
-                and in_effect(p, pkgs) and str(p.specifier)]
+                and in_effect(p, pkgs, extras) and str(p.specifier)]
         by_family.setdefault(fam, []).extend(pins)
     out: List[Clash] = []
     fams = [f for f in _FAMILY_ORDER if f in by_family]
@@ -852,8 +867,11 @@ def _agree(pins_a: Dict[str, SpecifierSet], pins_b: Dict[str, SpecifierSet], pac
 
 
 def _current_pins(ctx, fw: Framework) -> Dict[str, SpecifierSet]:
+    from envdoctor.facts.libraries import extras_in_effect
+
     pk = packages(ctx.snap)
-    return {p.name: p.specifier for p in parse_pins(fw, ctx.snap) if in_effect(p, pk) and str(p.specifier)}
+    extras = extras_in_effect(fw, ctx.snap, ctx.frameworks)
+    return {p.name: p.specifier for p in parse_pins(fw, ctx.snap) if in_effect(p, pk, extras) and str(p.specifier)}
 
 
 def _family_of_pin(pin: Pin) -> str:

@@ -98,6 +98,9 @@ def crash_finding(r: Rule, exc: BaseException) -> Finding:
     )
 
 
+NO_FIX = "No fix known to envdoctor; `envdoctor explain {id}` says what this breaks and where to read more."
+
+
 def run_rules(ctx, rules: Optional[List[Rule]] = None) -> List[Finding]:
     findings: List[Finding] = []
     for r in rules if rules is not None else all_rules():
@@ -105,6 +108,9 @@ def run_rules(ctx, rules: Optional[List[Rule]] = None) -> List[Finding]:
             findings.extend(r.check(ctx))
         except Exception as exc:  # noqa: BLE001 - one broken rule never sinks the report
             findings.append(crash_finding(r, exc))
+    for f in findings:  # a fix look-up that found nothing never leaves a problem without a fix line
+        if f.severity in ("error", "warning") and not f.fix:
+            f.fix = [NO_FIX.format(id=f.id)]
     return order(fold_causes(findings))
 
 

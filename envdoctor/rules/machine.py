@@ -901,3 +901,87 @@ def deprecated_distribution_installed(ctx, r):
                 f"so every upgrade must install {row.replacement} instead (pip would otherwise fetch the empty stub).",
                 evidence=ev, fix=fix, subject=label))
     return out
+
+
+# --------------------------------------------------------------------------- partial device failures
+
+# one GPU's failure as NVML / nvidia-smi word it (the rest of the machine may still answer)
+_GPU_FAILURE_RE = re.compile(r"unable to determine the device handle|gpu is lost|gpu requires reset|"
+                             r"nvmldevicegethandlebyindex\(\d+\)|fallen off the bus|unknown error", re.I)
+_BUS_RE = re.compile(r"\b([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\b")
+_BAD_ROW = ("err!", "[gpu is lost]", "[unknown error]", "[gpu requires reset]")
+
+
+def partial_failures(snap) -> List[str]:
+    """What says that some GPUs of a machine failed: fewer GPUs in NVML / nvidia-smi than the kernel module lists,
+    a GPU answering "Unknown Error" / "GPU is lost", GPU rows whose fields read ERR!."""
+    from envdoctor.fleet.fingerprint import hidden_gpus
+
+    out = []
+    hidden = hidden_gpus(snap)
+    if hidden:
+        out.append(hidden)
+    for m in snap.driver.messages:
+        low = m.lower()
+        if _GPU_FAILURE_RE.search(m) and "failed to initialize nvml" not in low and "no answer within" not in low:
+            out.append(m.strip())
+    for g in snap.gpus:
+        if any(b in (g.name or "").lower() for b in _BAD_ROW):
+            out.append(f"GPU {g.index} ({g.bus_id or 'bus ?'}) reads {g.name!r}")
+    return list(dict.fromkeys(out))
+
+
+@rule(
+    id="ED018",
+    name="gpu-partially-failed",
+    title="Some GPUs failed: the driver does not answer for all of them",
+    severity="error",
+    area="gpu",
+    rationale="""
+A GPU can fail alone: it falls off the bus (Xid 79), overheats, or loses its device node in a container,
+while the others keep working. NVML then lists fewer GPUs than the kernel module (/proc/driver/nvidia/gpus)
+or PCI, nvmlDeviceGetHandleByIndex answers "Unknown Error" or "GPU is lost", and nvidia-smi prints
+"Unable to determine the device handle for GPU 0000:0B:00.0: Unknown Error" (often as its only output)
+or ERR! in that GPU's row. CUDA programs that use the failed GPU hang or fail, and multi-GPU jobs
+(torch.distributed, NCCL, Slurm) fail as a whole. It is an error on the GPUs line, never a tick: envdoctor
+lists what it saw and the GPUs that still answer.
+""",
+    example="4x RTX 2080 Ti, GPU 1 fell off the bus: NVML lists 3 GPUs, /proc lists 4, and "
+            "'nvmlDeviceGetHandleByIndex(1): Unknown Error': `ED018 error`.",
+    references=[
+        "https://github.com/NVIDIA/open-gpu-kernel-modules/issues/387",
+        "https://github.com/JosephKJ/OWOD/issues/81",
+        "https://github.com/meta-llama/llama-models/issues/200",
+        "https://github.com/NVIDIA/nvidia-container-toolkit/issues/69",
+        "https://github.com/rossumai/nvgpu/issues/6",
+        "https://docs.nvidia.com/deploy/xid-errors/index.html",
+    ],
+)
+def gpu_partially_failed(ctx, r):
+    snap = ctx.snap
+    if not snap.gpus:
+        return []  # no GPU answers at all: ED015-ED017 say why
+    seen = partial_failures(snap)
+    if not seen:
+        return []
+    buses = sorted({b for text in seen for b in _BUS_RE.findall(text)})
+    ok = [g for g in snap.gpus if g.source in ("nvml", "nvidia-smi")
+          and not any(b in (g.name or "").lower() for b in _BAD_ROW)]
+    answering = ", ".join(f"{g.index} ({g.bus_id})" if g.bus_id else str(g.index) for g in ok)
+    which = f"GPU {', '.join(buses)}" if buses else "at least one GPU"
+    ev = [EvidenceItem("partial failure", text, _driver_src(snap)) for text in seen[:4]]
+    ev += [EvidenceItem("GPUs listed", _gpu_summary(snap.gpus), snap.gpus[0].source or "probe:nvidia")]
+    fix = ["Look for the GPU's Xid errors (79: fallen off the bus; 48/63/64/94/95: ECC / row remapping):",
+           "$ sudo dmesg -T | grep -iE 'nvrm|xid'",
+           "Reset the GPU when nothing uses it, else reboot; a GPU that keeps dropping needs reseating, cooling "
+           "or replacement:",
+           "$ sudo nvidia-smi -r -i <index>",
+           "Meanwhile keep jobs on the GPUs that answer: $ export CUDA_VISIBLE_DEVICES=<their indices>"]
+    if _in_container(snap):
+        fix.insert(0, "In a container an 'Unknown Error' for one GPU often means its device node was lost "
+                      "(systemd cgroup reload on the host): recreate the container.")
+    msg = (f"{which} failed" + (" while the driver still answers for others" if answering else "")
+           + f" ({'; '.join(seen[:2])}): programs that use it hang or fail and multi-GPU jobs fail as a whole"
+           + (f"; GPUs answering: {answering}." if answering else
+              f"; the kernel module lists {_gpu_summary(snap.gpus)}."))
+    return [r.finding(msg, evidence=ev, fix=fix, subject="GPUs")]

@@ -303,3 +303,102 @@ def data_old(ctx, r):
     msg = (f"envdoctor's compatibility data was collected on {m.collected}, {age} days before this snapshot "
            f"({taken.date().isoformat()}): releases, GPUs and drivers since then are unknown to it.")
     return [r.finding(msg, evidence=ev, fix=["$ envdoctor matrices refresh"], subject="matrices", cause="data-stale")]
+
+
+# --------------------------------------------------------------------------- releases the data has no row for
+
+_AREA_OF = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax"}
+
+
+def _gpu_build_facts(ctx):
+    """BuildFacts of each torch / tensorflow / jaxlib build that would use a GPU (a CUDA or ROCm build, or a
+    jaxlib with a CUDA plugin beside it)."""
+    from envdoctor.facts.builds import build_facts
+    from envdoctor.rules.cudnn_pins import is_cudnn_wheel, jax_plugin, parse_pins
+
+    out = []
+    plugins = [f for f in ctx.frameworks if jax_plugin(f) is not None]
+    for fw in ctx.frameworks:
+        if fw.name not in ("torch", "tensorflow", "jaxlib"):
+            continue
+        gpu = fw.build in ("cuda", "rocm") or (fw.name == "jaxlib" and plugins)
+        if not gpu:
+            continue
+        pins = [p for p in parse_pins(fw, ctx.snap) if is_cudnn_wheel(p.name) and p.extra is None]
+        bf = build_facts(matrices(ctx), fw, cudnn_pin=pins[0].text if pins else None)
+        if bf is not None:
+            if fw.name == "jaxlib" and not bf.cuda and plugins:
+                bf.cuda = plugins[0].cuda_version
+            out.append(bf)
+    return out
+
+
+@rule(
+    id="ED902",
+    name="release-not-in-data",
+    title="A framework release is not in envdoctor's data: part of it was not judged",
+    severity="warning",
+    area="data",
+    rationale="""
+Rules that need a release's row in the compatibility data (the compiled arch list of a torch or
+TensorFlow release, the cuDNN a release was built with, its Python range) have nothing to read for a
+release older than the data or absent from it (torch 1.3, jaxlib 0.1.x, a source build). envdoctor
+still judges what the build states about itself: the CUDA version in torch/version.py, jaxlib's local
+version (+cuda112, +cuda12.cudnn89), TensorFlow's build_info, its nvidia-* pins, against the driver
+tables (ED100) and the CUDA-to-compute-capability table (ED200), which need no release row. What it
+could not judge is said here, on the framework's line of the report, which is then not shown as fine:
+such a release has failed on real machines for exactly the facts that were skipped (torch 1.3's
+binaries dropped sm_35 and failed on a Tesla K40m; jax 0.4.9 on a Tesla K80).
+""",
+    example="torch 1.3.0+cu101 on a Tesla K40m, driver 418.87.01: `ED902 warning` 'torch 1.3.0+cu101 is older than "
+            "envdoctor's data (oldest torch it knows: 1.13.0): judged from what the build states about itself "
+            "(CUDA 10.1 against the driver and the GPUs); not judged: its compiled GPU arch list, ...'.",
+    references=[
+        "https://github.com/pytorch/pytorch/issues/30532",
+        "https://github.com/jax-ml/jax/issues/15961",
+        "https://github.com/mit-han-lab/bevfusion/issues/283",
+        "https://github.com/jax-ml/jax/issues/5464",
+    ],
+)
+def release_not_in_data(ctx, r):
+    m = matrices(ctx)
+    if m is None:
+        return []
+    out = []
+    for bf in _gpu_build_facts(ctx):
+        if bf.in_data or bf.position in ("", "newer"):
+            continue  # known, or newer than the data (ED900)
+        fw = bf.fw
+        label = fw_label(fw)
+        judged, skipped = [], []
+        if bf.cuda:
+            judged.append(f"CUDA {bf.cuda} against the driver and the GPUs")
+        elif bf.rocm:
+            judged.append(f"ROCm {bf.rocm} against the machine's GPU vendor")
+        if bf.arch_list:
+            judged.append("its own compiled arch list")
+        elif bf.family != "jax":
+            skipped.append("its compiled GPU arch list")
+        if bf.family == "jax":
+            skipped.append("the oldest GPU generation its kernels support")
+        if bf.cudnn:
+            judged.append(f"cuDNN {bf.cudnn}")
+        elif bf.family != "torch" or fw.requires:
+            skipped.append("the cuDNN it needs")
+        skipped.append("its Python range")
+        where = (f"older than envdoctor's data (oldest {bf.family} it knows: {bf.oldest})" if bf.position == "older"
+                 else f"not a release envdoctor's data knows ({bf.family} {bf.oldest} to {bf.newest})")
+        msg = (f"{label} is {where}: "
+               + (f"judged from what the build states about itself ({'; '.join(judged)}); " if judged else
+                  "the build states nothing envdoctor can judge; ")
+               + f"not judged: {', '.join(skipped)}.")
+        ev = [EvidenceItem(f"{fw.name} installed", label, fw_source(fw)),
+              EvidenceItem(f"{bf.family} releases in envdoctor's data", f"{bf.oldest} to {bf.newest}",
+                           m.sources.get(_TABLE_OF[bf.family], "matrices") if isinstance(getattr(m, "sources", None), dict)
+                           else "matrices")]
+        fix = ["Run `envdoctor smoke`: it runs real kernels on the GPU and tests what the data cannot."]
+        if bf.oldest and bf.position == "older":
+            fix.append(f"or upgrade to a {bf.family} release envdoctor knows (>= {bf.oldest}) if this GPU and driver "
+                       "support it.")
+        out.append(r.finding(msg, evidence=ev, fix=fix, subject=label, area=_AREA_OF[bf.family]))
+    return out

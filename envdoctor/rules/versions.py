@@ -258,6 +258,11 @@ def _install_companion(ctx, torch: Framework, name: str, version: str) -> str:
     return cmd
 
 
+def _old_torchvision(version: str) -> bool:
+    v = parse_version(version)
+    return v is not None and (v.major, v.minor) <= (0, 15)
+
+
 def _no_load(name: str) -> str:
     if name == "torchvision":
         return "its compiled operators do not load (\"operator torchvision::nms does not exist\")"
@@ -343,10 +348,16 @@ def torch_companion_mismatch(ctx, r):
                     f"PyTorch and {name} were compiled with different CUDA major versions\").",
                     evidence=ev_base, fix=fix, cause=f"torch-companion:{name}", subject=label))
             elif tv != cv:
+                # torchvision <= 0.15 compares the CUDA major.minor and refuses to load: that is an error
+                old = name == "torchvision" and _old_torchvision(comp.version)
                 findings.append(r.finding(
-                    f"{tlabel} is built for CUDA {tc} but {label} for CUDA {cc}: recent {name} releases accept a "
-                    f"minor-version difference, older ones (torchvision <= 0.15) refuse to load.",
-                    severity="warning", evidence=ev_base, fix=fix, cause=f"torch-companion:{name}", subject=label))
+                    f"{tlabel} is built for CUDA {tc} but {label} for CUDA {cc}: "
+                    + (f"{label} (<= 0.15) refuses to load (\"Detected that PyTorch and torchvision were compiled "
+                       f"with different CUDA versions\")." if old else
+                       f"recent {name} releases accept a minor-version difference, older ones (torchvision <= 0.15) "
+                       f"refuse to load."),
+                    severity="error" if old else "warning", evidence=ev_base, fix=fix,
+                    cause=f"torch-companion:{name}", subject=label))
         elif tk == "cpu" and ck == "cuda":
             findings.append(r.finding(
                 f"{tlabel} is a CPU build but {label} is built for CUDA {cc}: {_no_load(name)}.",

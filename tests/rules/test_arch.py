@@ -224,8 +224,6 @@ def test_triton_uses_the_name_table_when_the_probe_has_no_cc(mat):
             frameworks=[torch("2.6.0+cu124", cuda="12.4")]),
     machine(driver="570.86.15", driver_cuda="12.8", gpus=["NVIDIA GeForce RTX 5090:12.0"],  # source build
             frameworks=[torch("2.10.0a0+gite67e3d9", cuda="13.0")]),
-    machine(driver="570.86.15", driver_cuda="12.8", gpus=["NVIDIA GeForce RTX 5090:12.0"],  # TF caps unknown
-            frameworks=[tensorflow("2.17.0", cuda="12.3", cudnn="8")]),
     machine(driver="610.10", driver_cuda="13.3", gpus=["Future GPU:13.0"],  # PTX of cu130 disputed in the data
             frameworks=[torch("2.11.0", cuda="13.0")]),
     machine(state="smi_failed", driver="570.86.15", gpus=["NVIDIA GeForce RTX 5090:12.0"],
@@ -233,3 +231,13 @@ def test_triton_uses_the_name_table_when_the_probe_has_no_cc(mat):
 ])
 def test_unknown_facts_are_silent(snap, mat):
     assert not found(run(snap, mat), "ED200")
+
+
+def test_unknown_caps_are_judged_from_the_builds_own_cuda(mat):
+    """TF 2.17 (caps not in the data) states CUDA 12.3 in its build_info, which predates sm_120: XLA cannot generate
+    code for an RTX 5090 (https://github.com/tensorflow/tensorflow/issues/111958), an error judged from the build
+    itself (issue 14, class 1)."""
+    snap = machine(driver="570.86.15", driver_cuda="12.8", gpus=["NVIDIA GeForce RTX 5090:12.0"],
+                   frameworks=[tensorflow("2.17.0", cuda="12.3", cudnn="8")])
+    [f] = found(run(snap, mat), "ED200")
+    assert f.severity == "error" and "Judged from the build itself" in f.message

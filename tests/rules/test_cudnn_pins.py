@@ -135,8 +135,10 @@ def test_jax_plugin_and_torch_whose_pins_agree_are_healthy():
 # ---------------------------------------------------------------------------------------------
 def test_ed320_torch_and_tensorflow_and_cuda_in_one_env():
     """https://github.com/TencentARC/Moto/issues/2 : tensorflow[and-cuda]==2.15.1 next to torch==2.4.1.
-    (TF 2.15.1's and-cuda lines are taken from the 2.15.0 wheel, the recorded metadata.)"""
-    snap = machine(driver="550.54.15", driver_cuda="12.4", gpus=A100, packages=TORCH_241_PKGS,
+    (TF 2.15.1's and-cuda lines are taken from the 2.15.0 wheel, the recorded metadata.) The extra's packages that
+    torch does not pin (nvidia-cuda-nvcc-cu12, tensorrt) are what shows that [and-cuda] was installed."""
+    pkgs = dict(TORCH_241_PKGS, **{"nvidia-cuda-nvcc-cu12": "12.2.140", "tensorrt": "8.6.1.post1"})
+    snap = machine(driver="550.54.15", driver_cuda="12.4", gpus=A100, packages=pkgs,
                    frameworks=[torch("2.4.1", cuda="12.1", requires=TORCH_241),
                                tensorflow("2.15.1", cuda="12.2", cudnn="8", requires=TF_215)])
     found = [f for f in run(snap) if f.id == "ED320"]
@@ -209,7 +211,7 @@ def test_ed300_jaxlib_built_for_newer_cudnn_than_the_system_has():
     found = [f for f in run(snap) if f.id == "ED300"]
     assert len(found) == 1
     f = found[0]
-    assert f.severity == "warning"
+    assert f.severity == "error"  # it refuses the older cuDNN at start-up (issue 14, class 6)
     assert "jaxlib 0.4.7+cuda11.cudnn86" in f.message and "8.6" in f.message and "8.5.0" in f.message
     assert any("nvidia-cudnn-cu11>=8.6" in x for x in f.fix)
 
@@ -320,7 +322,7 @@ def test_ed300_plugin_wheel_older_than_its_minimum():
     snap = machine(driver="570.124.06", gpus=["NVIDIA H100 80GB HBM3:9.0"], frameworks=fws,
                    packages={"nvidia-cudnn-cu12": "9.5.1.17", "nvidia-cublas-cu12": "12.6.4.1"})
     f = next(f for f in run(snap) if f.id == "ED300")
-    assert f.severity == "warning"
+    assert f.severity == "error"  # it refuses the older cuDNN at start-up (issue 14, class 6)
     assert "jax-cuda12-plugin 0.6.2" in f.message and "9.5.1.17" in f.message and "9.8" in f.message
     assert '$ pip install "nvidia-cudnn-cu12<10.0,>=9.8"' in f.fix
 

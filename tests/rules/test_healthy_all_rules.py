@@ -87,3 +87,64 @@ def test_the_same_builds_on_a_driver_below_their_floor_are_errors(version):
     errors = [f for f in run_rules(Context(snap, M)) if f.severity == "error"]
     assert [f.id for f in errors] == ["ED100"], [(f.id, f.message) for f in errors]
     assert "470.256.02" in errors[0].message and version in errors[0].message
+
+
+# --------------------------------------------------------------------------- healthy machines beyond torch on an A100
+# (issue 14: CPU laptops, containers, WSL, 2019-2026 machines stay clean)
+
+def _torch_with_pins(version):
+    requires_python, lines = RELEASES[version]
+    packages, cuda = _installed_from_pins(lines)
+    fw = torch(version, cuda=cuda, requires=lines)
+    fw.requires_python = requires_python
+    return fw, packages
+
+
+def _healthy_machines():
+    from envdoctor.snapshot import Cudnn, Evidence
+    from tests.snapfactory import jax, tensorflow
+
+    out = {}
+    out["cpu laptop, CPU builds of all three"] = machine(
+        frameworks=[torch("2.4.1+cpu"), tensorflow("2.15.0", dist="tensorflow-cpu")] + jax("0.4.26"))
+    out["macOS arm64 laptop"] = machine(system="Darwin", machine_arch="arm64", frameworks=[torch("2.4.1")])
+    fw, pk = _torch_with_pins("2.4.1")
+    snap = machine(driver="535.104.05", driver_cuda="12.2", gpus=["NVIDIA A100-SXM4-80GB:8.0"], frameworks=[fw],
+                   packages=pk, python="3.11.9")
+    snap.platform.container = "docker"
+    out["docker container, A100, torch 2.4.1 with its pins"] = snap
+    fw, pk = _torch_with_pins("2.4.1")
+    snap = machine(driver="555.99", driver_cuda="12.5", gpus=["NVIDIA GeForce RTX 4070:8.9"], frameworks=[fw],
+                   packages=pk, python="3.11.9", wsl=2)
+    snap.driver.wsl_libcuda = "/usr/lib/wsl/lib/libcuda.so.1"
+    out["WSL 2, RTX 4070, torch 2.4.1"] = snap
+    lib = "/usr/lib/x86_64-linux-gnu"
+    out["2020: V100, driver 450, TF 2.4 on system CUDA 11.0 + cuDNN 8.0.4"] = machine(
+        driver="450.80.02", driver_cuda="11.0", gpus=["Tesla V100-SXM2-16GB:7.0"], python="3.8.10",
+        frameworks=[tensorflow("2.4.0", cuda="11.0", cudnn="8")],
+        cudnn=[Cudnn("8.0.4", "library", f"{lib}/libcudnn.so.8.0.4", [Evidence("cmd:ldconfig -p", "libcudnn.so.8")])])
+    newest = max(RELEASES, key=Version)
+    fw, pk = _torch_with_pins(newest)
+    out[f"2026: RTX 5090, driver 580, torch {newest} with its pins"] = machine(
+        driver="580.95.05", driver_cuda="13.0", gpus=["NVIDIA GeForce RTX 5090:12.0"], frameworks=[fw], packages=pk,
+        python="3.12.3")
+    return out
+
+
+HEALTHY = _healthy_machines()
+
+
+@pytest.mark.parametrize("name", sorted(HEALTHY))
+def test_healthy_machines_of_every_kind_stay_clean(name):
+    bad = [(f.id, f.severity, f.message) for f in run_rules(Context(HEALTHY[name], M))
+           if f.severity in ("error", "warning")]
+    assert not bad, bad
+
+
+def test_a_2019_machine_is_never_an_error_and_says_what_it_did_not_judge():
+    """2019: torch 1.3.0+cu101 on a V100, driver 418.87.01 (CUDA 10.1). The release predates the data: no error,
+    and the only warning is ED902 naming what was not judged (issue 14, class 1)."""
+    snap = machine(driver="418.87.01", driver_cuda="10.1", gpus=["Tesla V100-SXM2-16GB:7.0"],
+                   frameworks=[torch("1.3.0", cuda="10.1")], python="3.7.5")
+    found = [(f.id, f.severity) for f in run_rules(Context(snap, M)) if f.severity in ("error", "warning")]
+    assert found == [("ED902", "warning")]

@@ -1,0 +1,100 @@
+"""Issue 14, class 1: a release older than (or absent from) the data is judged from what the build states about
+itself, and what cannot be judged is an explicit finding (ED902) whose framework line is never ✓."""
+from __future__ import annotations
+
+from tests import snapfactory as sf
+from tests.generalise.common import _own_cache, by_id, check, check_cli, check_text, jax_with, serious  # noqa: F401
+
+
+def _k40m_torch13():
+    return sf.machine(driver="418.87.01", driver_cuda="10.1", gpus=["Tesla K40m:3.5"],
+                      frameworks=[sf.torch("1.3.0", cuda="10.1")], python="3.7.5")
+
+
+def test_torch_1_3_on_a_k40m_is_not_a_silent_pass(tmp_path, capsys):
+    """https://github.com/pytorch/pytorch/issues/30532 : torch 1.3 (conda, CUDA 10.1) on a Tesla K40m;
+    torch.cuda.is_available() is True and the first kernel fails (the 1.3 binaries dropped sm_35). The data has no
+    torch 1.3 row, so the arch list cannot be judged: that is said, and the PyTorch line is not ✓."""
+    rc, report = check_cli(_k40m_torch13(), tmp_path, capsys)
+    ed902 = [f for f in report["findings"] if f["id"] == "ED902"]
+    assert len(ed902) == 1, report["findings"]
+    f = ed902[0]
+    assert f["severity"] == "warning" and f["area"] == "torch"
+    assert "torch 1.3.0 is older than envdoctor's data (oldest torch it knows: 1.13" in f["message"]
+    assert "CUDA 10.1 against the driver and the GPUs" in f["message"]
+    assert "not judged: its compiled GPU arch list" in f["message"]
+    rc, text = check_text(_k40m_torch13(), tmp_path, capsys)
+    line = next(x for x in text.splitlines() if "PyTorch" in x and x.startswith("["))
+    assert line.startswith("[!] PyTorch"), text
+    assert "No issues found" not in text
+
+
+def test_torch_1_8_cu101_on_an_rtx_3090_is_judged_from_its_own_cuda():
+    """https://github.com/mit-han-lab/bevfusion/issues/283 : torch==1.8.1+cu101 on an RTX 3090 (sm_86), "CUDA
+    error: no kernel image". No torch 1.8 row: ED200 judges the build's own CUDA 10.1 against NVIDIA's CUDA/GPU
+    table (sm_86 needs CUDA 11.1+): no native kernel can exist; only embedded PTX (unknown without an arch list)
+    could run, so a warning, not silence."""
+    snap = sf.machine(driver="460.32.03", driver_cuda="11.2", gpus=["NVIDIA GeForce RTX 3090:8.6"],
+                      frameworks=[sf.torch("1.8.1+cu101", cuda="10.1")], python="3.8.10")
+    found = check(snap, ["ED200", "ED902"])
+    ed200 = by_id(found, "ED200")
+    assert [f.severity for f in ed200] == ["warning"], [f.message for f in found]
+    assert "compiled with CUDA 10.1" in ed200[0].message and "sm_86 needs CUDA 11.1 or newer" in ed200[0].message
+    assert "Judged from the build itself" in ed200[0].message and "embeds PTX" in ed200[0].message
+    assert "pip install torch==" in " ".join(ed200[0].fix)
+    assert by_id(found, "ED902"), "the skipped parts (arch list, Python range) are still named"
+
+
+def test_a_cuda_12_build_on_kepler_is_an_error_without_any_release_row():
+    """https://github.com/pytorch/pytorch/pull/101187 ("Kepler ... is no longer supported by CUDA 12") and
+    https://github.com/googlecolab/colabtools/issues/2377 (a K80 under CUDA 11.1+ gets "no kernel image"): a torch
+    source build (2.1.0a0+git..., no row, no arch list) stating CUDA 12.1 on a Tesla K80 (sm_37) cannot run: CUDA
+    12 emits no sm_37 code at all, not even PTX."""
+    snap = sf.machine(driver="470.256.02", driver_cuda="11.4", gpus=["Tesla K80:3.7"],
+                      frameworks=[sf.torch("2.1.0a0+git7bcf7da", cuda="12.1")], python="3.10.12")
+    ed200 = by_id(check(snap, ["ED200"]), "ED200")
+    assert [f.severity for f in ed200] == ["error"]
+    assert "cannot run torch 2.1.0a0+git7bcf7da" in ed200[0].message
+
+
+def test_the_same_torch_on_a_gpu_its_cuda_targets_gets_no_arch_error():
+    """Counterpart: torch 1.8.1+cu101 on a V100 (sm_70, which CUDA 10.1 targets): no ED200 error (the arch list is
+    unknown, ED902 says so)."""
+    snap = sf.machine(driver="460.32.03", driver_cuda="11.2", gpus=["Tesla V100-SXM2-16GB:7.0"],
+                      frameworks=[sf.torch("1.8.1+cu101", cuda="10.1")], python="3.8.10")
+    found = check(snap, ["ED200", "ED902"])
+    assert not by_id(found, "ED200")
+    assert [f.severity for f in by_id(found, "ED902")] == ["warning"]
+
+
+def test_jax_0_4_9_on_a_k80_names_what_was_not_judged():
+    """https://github.com/jax-ml/jax/issues/15961 : jax 0.4.9 / jaxlib 0.4.9+cuda11.cudnn86 on a Tesla K80 with
+    driver 470.182.03 (reports CUDA 11.8 in the container). jaxlib no longer supports Kepler (jax-ml/jax#14411),
+    which the data cannot say for 0.4.9: ED902 on the JAX line, with cuDNN 8.6 read from the label."""
+    snap = sf.machine(driver="470.182.03", driver_cuda="11.8", gpus=["Tesla K80:3.7"],
+                      frameworks=jax_with("0.4.9", "0.4.9+cuda11.cudnn86"), python="3.8.10")
+    f = by_id(check(snap, ["ED902"]), "ED902")
+    assert len(f) == 1 and f[0].area == "jax" and f[0].severity == "warning"
+    assert "jaxlib 0.4.9+cuda11.cudnn86 is older than envdoctor's data" in f[0].message
+    assert "cuDNN 8.6" in f[0].message and "oldest GPU generation" in f[0].message
+
+
+def test_jaxlib_0_1_with_no_cudnn_label_says_cudnn_was_not_judged():
+    """https://github.com/jax-ml/jax/issues/5464 : jaxlib 0.1.55+cuda110 with only cuDNN 7 on the machine
+    ("Could not load dynamic library 'libcudnn.so.8'"). The label names no cuDNN: ED902 says the cuDNN it
+    needs was not judged, instead of a silent ✓."""
+    snap = sf.machine(driver="450.80.02", driver_cuda="11.0", gpus=["NVIDIA GeForce GTX 1080 Ti:6.1"],
+                      frameworks=jax_with("0.2.7", "0.1.55+cuda110"), python="3.8.10")
+    f = by_id(check(snap, ["ED902"]), "ED902")
+    assert len(f) == 1 and "the cuDNN it needs" in f[0].message
+
+
+def test_releases_the_data_knows_and_cpu_builds_raise_nothing():
+    """Healthy counterparts: a known release (torch 2.4.1+cu121 on an A100), and an old CPU-only torch on a CPU
+    laptop (nothing there needs the data)."""
+    known = sf.machine(driver="550.54.15", driver_cuda="12.4", gpus=["NVIDIA A100-SXM4-80GB:8.0"],
+                       frameworks=[sf.torch("2.4.1+cu121", cuda="12.1")])
+    laptop = sf.machine(frameworks=[sf.torch("1.3.0")], python="3.7.5")
+    for snap in (known, laptop):
+        assert not by_id(check(snap, ["ED902", "ED200"]), "ED902")
+    assert not serious(check(laptop, ["ED"]))
