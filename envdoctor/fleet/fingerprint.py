@@ -12,13 +12,12 @@ import re
 from collections import Counter
 from typing import Dict, Optional
 
+from envdoctor.facts.gpus import hidden_gpus  # noqa: F401 - part of this module's interface
 from envdoctor.snapshot import Snapshot
 
 # "nvidia-smi's NVML library says 580.178" / "NVML says 550.107.02": the user-space side of a mismatch
 _USERSPACE_RE = re.compile(r"(?:NVML library|NVML) says (\d+\.\d+(?:\.\d+)?)")
 _NVML_LIB_RE = re.compile(r"NVML library version:\s*(\d+\.\d+(?:\.\d+)?)")
-# the nvidia probe's disagreement between layers' GPU counts
-_COUNT_RE = re.compile(r"^(.+?) lists (\d+) GPUs? but (.+?) lists (\d+) GPUs?$")
 
 
 def userspace_driver(snap: Snapshot) -> Optional[str]:
@@ -42,15 +41,6 @@ def reboot_pending(snap: Snapshot) -> Optional[str]:
         return None
     return (f"kernel module {kernel or 'unknown'} loaded, user-space driver {user or 'another release'} installed"
             + (" (Driver/library version mismatch)" if mismatch else ""))
-
-
-def hidden_gpus(snap: Snapshot) -> Optional[str]:
-    """GPUs the kernel module or PCI sees but NVML / nvidia-smi do not (the probe records the counts)."""
-    for text in snap.driver.disagreements:
-        m = _COUNT_RE.match(text)
-        if m and int(m.group(4)) > int(m.group(2)):
-            return text
-    return None
 
 
 def facts(snap: Snapshot) -> Dict[str, str]:

@@ -915,7 +915,7 @@ _BAD_ROW = ("err!", "[gpu is lost]", "[unknown error]", "[gpu requires reset]")
 def partial_failures(snap) -> List[str]:
     """What says that some GPUs of a machine failed: fewer GPUs in NVML / nvidia-smi than the kernel module lists,
     a GPU answering "Unknown Error" / "GPU is lost", GPU rows whose fields read ERR!."""
-    from envdoctor.fleet.fingerprint import hidden_gpus
+    from envdoctor.facts.gpus import hidden_gpus
 
     out = []
     hidden = hidden_gpus(snap)
