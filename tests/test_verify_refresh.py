@@ -131,7 +131,9 @@ def test_verify_with_nothing_readable_is_not_success(capsys):
     with FakeIndex(all_recorded(), mode="nometa") as idx:
         code, out, _ = run(capsys, "matrices", "verify", "--index-url", idx.url, "--table", "tensorflow")
         assert code == 2 and "nothing could be compared" in out
-        assert idx.wheel_downloads() == []
+        # no metadata file and the wheels are not served: one range request per wheel, refused, then given up
+        assert idx.whole_wheel_requests() == [] and len(idx.wheel_downloads()) == len(set(idx.wheel_downloads()))
+    assert "METADATA not readable by range requests: range request answered HTTP 404" in out
 
 
 # --------------------------------------------------------------------------- refresh

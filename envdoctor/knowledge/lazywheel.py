@@ -154,9 +154,9 @@ class _RangeReader:
                         continue
                     if status == 200:
                         # Range ignored: take the file only when it is small, never a real wheel download
-                        body = _read_at_most(resp, TAIL_BYTES)
+                        body, over = _read_at_most(resp, TAIL_BYTES)
                         self._count(len(body))
-                        if body is None:
+                        if over:
                             raise LazyWheelError("the server ignores HTTP range requests (answered 200 with the "
                                                  "whole wheel); not downloaded")
                         self.size = len(body)
@@ -164,10 +164,10 @@ class _RangeReader:
                     if status != 206:
                         raise LazyWheelError(f"range request answered HTTP {status}")
                     first, size = _content_range(resp.headers.get("Content-Range", ""))
-                    body = _read_at_most(resp, want)
-                    if body is None:
-                        raise LazyWheelError(f"range request {rng} answered more than {want} bytes")
+                    body, over = _read_at_most(resp, want)
                     self._count(len(body))
+                    if over:
+                        raise LazyWheelError(f"range request {rng} answered more than {want} bytes")
                     if size is not None:
                         self.size = size
                     if first is None:
@@ -190,13 +190,14 @@ class _RangeReader:
 _THREAD = threading.local()
 
 
-def _read_at_most(resp, limit: int) -> Optional[bytes]:
+def _read_at_most(resp, limit: int) -> Tuple[bytes, bool]:
+    """(the body, or as much of it as was read, True when it is longer than ``limit``)."""
     body = b""
-    for chunk in resp.iter_content(64 * 1024):
+    for chunk in resp.iter_content(16 * 1024):
         body += chunk
         if len(body) > limit:
-            return None
-    return body
+            return body, True
+    return body, False
 
 
 def _content_range(value: str) -> Tuple[Optional[int], Optional[int]]:

@@ -141,6 +141,26 @@ class _Verifier:
         files = getattr(self.client, "_pages", {}).get(canonicalize_name(project)) if project else None
         return sorted({Version(f.version.public) for f in files or []})
 
+    def python(self, table: str, release: str, tval: Optional[str], project: str, version: str, row,
+               meta: Metadata) -> None:
+        """The table's Python range against the CPython tags of the release's manylinux x86_64 wheels."""
+        have = wheel_pythons(self.client.project_files(project), version)
+        if tval is None or not have:
+            return
+        self.r.compared += 1
+        try:
+            spec = SpecifierSet(tval)
+        except InvalidSpecifier:
+            spec = SpecifierSet("<0")
+        said = [f"3.{n}" for n in range(0, 30) if spec.contains(f"3.{n}", prereleases=True)]
+        got = [f"{a}.{b}" for a, b in have if a == 3]
+        fld = "python (CPython tags of the manylinux x86_64 wheels)"
+        if [p for p in got if p not in said]:  # wheels the table's range leaves out: the table is wrong
+            self.r.disagreements.append(Disagreement(table, release, fld, tval, ", ".join(got), row.origin, meta.source))
+        elif said != got:  # the table claims more: an index (or mirror) may list only some wheels
+            self.r.notes.append(Disagreement(table, release, fld + " (the index lists fewer)", tval, ", ".join(got),
+                                             row.origin, meta.source))
+
     def version(self, table: str, release: str, fld: str, tval: Optional[str], ival: Optional[str], row, meta: Metadata,
                 depth: Optional[int] = None) -> None:
         """Compare two versions (``depth`` 2: only major.minor)."""
@@ -164,6 +184,8 @@ class _Verifier:
                 reqs = requirements(meta, python=python_for(dist))
                 prow = rel.patch(patch)
                 rp_row = prow if prow is not None and prow.requires_python else rel
+                py_row = prow if prow is not None and prow.python else rel
+                self.python("pytorch", release, py_row.python, "torch", patch, py_row, meta)
                 self.spec("pytorch", release, "requires_python", rp_row.requires_python, meta.requires_python, rp_row, meta)
                 if prow is not None and prow.triton:
                     self.spec("pytorch", release, "triton", prow.triton, spec_of(reqs.get("triton")), prow, meta,
@@ -210,6 +232,7 @@ class _Verifier:
                 continue
             release = f"tensorflow {rel.tested}"
             self.spec("tensorflow", release, "requires_python", rel.requires_python, meta.requires_python, rel, meta)
+            self.python("tensorflow", release, rel.python, "tensorflow", rel.tested, rel, meta)
             pins = {k: str(v.specifier) for k, v in
                     requirements(meta, extra="and-cuda", base=False, python=python_for(dist)).items()}
             table_pins = {str(canonicalize_name(k)): v for k, v in rel.and_cuda.items()}
@@ -231,7 +254,7 @@ class _Verifier:
         for rel in self.m.jax_releases:
             dist, meta = self.read("jax", "jax", rel.version)
             release = f"jax {rel.version}"
-            extra_cudnn: Dict[str, Optional[str]] = {}
+            extra_specs: Dict[str, Dict[str, str]] = {}  # jax's own cudaNN extra, by plugin name
             if meta is not None:
                 py = python_for(dist)
                 self.spec("jax", release, "requires_python", rel.requires_python, meta.requires_python, rel, meta)
@@ -244,27 +267,32 @@ class _Verifier:
                     if preq is not None:
                         self.spec("jax", release, f"plugins.{name}.pin", plugin.pin, str(preq.specifier), plugin, meta,
                                   plugin.package)
-                    extra_cudnn[name] = _first_spec({k: str(v.specifier) for k, v in ex.items()}, "nvidia-cudnn-cu")
+                    extra_specs[name] = {k: str(v.specifier) for k, v in ex.items()}
             for name, plugin in rel.plugins.items():
                 pversion = exact_pin(plugin.pin) or rel.version
                 pdist, pmeta = self.read("jax", plugin.package, pversion)
                 prelease = f"{plugin.package} {pversion} (jax {rel.version})"
-                if pmeta is None:
-                    if meta is not None and extra_cudnn.get(name):
-                        # jax <= 0.4.26 pinned the NVIDIA wheels in its own cudaNN extra
-                        self.spec("jax", release, f"plugins.{name}.cudnn", plugin.cudnn, extra_cudnn[name], plugin, meta)
-                        self.version("jax", release, f"plugins.{name}.cudnn_min", plugin.cudnn_min,
-                                     lower_bound(extra_cudnn[name]), plugin, meta)
+                with_cuda: Dict[str, str] = {}
+                base: Dict[str, Requirement] = {}
+                if pmeta is not None:
+                    py = python_for(pdist)
+                    with_cuda = {k: str(v.specifier) for k, v in
+                                 requirements(pmeta, extra="with-cuda", base=False, python=py).items()}
+                    base = requirements(pmeta, python=py)
+                # the NVIDIA pins live in the plugin's with-cuda extra, or (jax <= 0.4.26) in jax's own cudaNN extra
+                where, pins, src = (prelease, with_cuda, pmeta)
+                if _first_spec(with_cuda, "nvidia-cudnn-cu") is None and meta is not None and \
+                        _first_spec(extra_specs.get(name, {}), "nvidia-cudnn-cu") is not None:
+                    where, pins, src = (f"{release} (extra {name})", extra_specs[name], meta)
+                if src is None:
                     continue
-                py = python_for(pdist)
-                with_cuda = {k: str(v.specifier) for k, v in
-                             requirements(pmeta, extra="with-cuda", base=False, python=py).items()}
-                base = requirements(pmeta, python=py)
-                cudnn = _first_spec(with_cuda, "nvidia-cudnn-cu")
-                self.spec("jax", prelease, f"plugins.{name}.cudnn", plugin.cudnn, cudnn, plugin, pmeta)
-                self.version("jax", prelease, f"plugins.{name}.cudnn_min", plugin.cudnn_min, lower_bound(cudnn), plugin, pmeta)
-                runtime = with_cuda.get(f"nvidia-cuda-runtime-cu{plugin.cuda_major}", with_cuda.get("nvidia-cuda-runtime"))
-                self.spec("jax", prelease, f"plugins.{name}.cuda_runtime", plugin.cuda_runtime, runtime, plugin, pmeta)
+                cudnn = _first_spec(pins, "nvidia-cudnn-cu")
+                self.spec("jax", where, f"plugins.{name}.cudnn", plugin.cudnn, cudnn, plugin, src)
+                self.version("jax", where, f"plugins.{name}.cudnn_min", plugin.cudnn_min, lower_bound(cudnn), plugin, src)
+                runtime = pins.get(f"nvidia-cuda-runtime-cu{plugin.cuda_major}", pins.get("nvidia-cuda-runtime"))
+                self.spec("jax", where, f"plugins.{name}.cuda_runtime", plugin.cuda_runtime, runtime, plugin, src)
+                if pmeta is None:
+                    continue
                 if plugin.pjrt:
                     pjrt_table = _req_or_none(plugin.pjrt)
                     if pjrt_table is not None:
@@ -291,6 +319,19 @@ def verify(matrices, client: IndexClient, tables: Sequence[str] = TABLE_CHOICES,
     st = lazywheel.stats(client)
     result.range_reads = {"wheels": st.wheels, "requests": st.requests, "bytes": st.bytes, "local_copies": st.local}
     return result
+
+
+def wheel_pythons(files, version: str) -> List[Tuple[int, int]]:
+    """CPython versions (free-threaded builds included) of the manylinux x86_64 wheels of ``version``."""
+    try:
+        want = Version(version)
+    except InvalidVersion:
+        return []
+    out = set()
+    for f in files:
+        if Version(f.version.public) == Version(want.public) and f.is_manylinux_x86_64 and not f.yanked:
+            out.update(f.cpython_versions())
+    return sorted(out)
 
 
 def same_meaning(a: Optional[str], b: Optional[str], universe: Iterable[Version] = ()) -> bool:
