@@ -36,7 +36,8 @@ def table_rows(m, table: str) -> Dict[str, List[Any]]:
                 "variant": [v for r in m.pytorch_releases for v in r.variants],
                 "conda": list(m.conda)}
     if table == "tensorflow":
-        return {"release": list(m.tensorflow_releases)}
+        return {"release": list(m.tensorflow_releases),
+                "patch": [p for r in m.tensorflow_releases for p in r.patch_rows]}
     if table == "jax":
         return {"release": list(m.jax_releases), "plugin": [p for r in m.jax_releases for p in r.plugins.values()]}
     if table == "cudnn":
