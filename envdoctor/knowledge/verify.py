@@ -226,27 +226,31 @@ class _Verifier:
     # ----------------------------------------------------------------- tensorflow
 
     def tensorflow(self) -> None:
-        for rel in self.m.tensorflow_releases:
-            dist, meta = self.read("tensorflow", "tensorflow", rel.tested)
-            if meta is None:
-                continue
-            release = f"tensorflow {rel.tested}"
-            self.spec("tensorflow", release, "requires_python", rel.requires_python, meta.requires_python, rel, meta)
-            self.python("tensorflow", release, rel.python, "tensorflow", rel.tested, rel, meta)
-            pins = {k: str(v.specifier) for k, v in
-                    requirements(meta, extra="and-cuda", base=False, python=python_for(dist)).items()}
-            table_pins = {str(canonicalize_name(k)): v for k, v in rel.and_cuda.items()}
-            for name in sorted(set(pins) | set(table_pins)):
-                self.r.compared += 1
-                if name not in table_pins or name not in pins or not self.same(table_pins[name], pins[name], name):
-                    self.r.disagreements.append(Disagreement("tensorflow", release, f"and_cuda[{name}]",
-                                                             table_pins.get(name), pins.get(name), rel.origin, meta.source))
-            runtime = _first_spec(pins, "nvidia-cuda-runtime-cu")
-            cudnn = _first_spec(pins, "nvidia-cudnn-cu")
-            if runtime:
-                self.version("tensorflow", release, "cuda", rel.cuda, lower_bound(runtime), rel, meta, depth=2)
-            if cudnn:
-                self.version("tensorflow", release, "cudnn", rel.cudnn, lower_bound(cudnn), rel, meta, depth=2)
+        for series in self.m.tensorflow_releases:
+            for v in series.versions:  # the tested release and the [[patch]] rows, each with its own pins
+                self._tensorflow(series.for_patch(v))
+
+    def _tensorflow(self, rel) -> None:
+        dist, meta = self.read("tensorflow", "tensorflow", rel.tested)
+        if meta is None:
+            return
+        release = f"tensorflow {rel.tested}"
+        self.spec("tensorflow", release, "requires_python", rel.requires_python, meta.requires_python, rel, meta)
+        self.python("tensorflow", release, rel.python, "tensorflow", rel.tested, rel, meta)
+        pins = {k: str(v.specifier) for k, v in
+                requirements(meta, extra="and-cuda", base=False, python=python_for(dist)).items()}
+        table_pins = {str(canonicalize_name(k)): v for k, v in rel.and_cuda.items()}
+        for name in sorted(set(pins) | set(table_pins)):
+            self.r.compared += 1
+            if name not in table_pins or name not in pins or not self.same(table_pins[name], pins[name], name):
+                self.r.disagreements.append(Disagreement("tensorflow", release, f"and_cuda[{name}]",
+                                                         table_pins.get(name), pins.get(name), rel.origin, meta.source))
+        runtime = _first_spec(pins, "nvidia-cuda-runtime-cu")
+        cudnn = _first_spec(pins, "nvidia-cudnn-cu")
+        if runtime:
+            self.version("tensorflow", release, "cuda", rel.cuda, lower_bound(runtime), rel, meta, depth=2)
+        if cudnn:
+            self.version("tensorflow", release, "cudnn", rel.cudnn, lower_bound(cudnn), rel, meta, depth=2)
 
     # ----------------------------------------------------------------- jax
 
