@@ -7,7 +7,6 @@ The wheels are real zip files built by tests/index_server.py around the RECORDED
 large payload, the dist-info directory last, or first for tensorflow as bazel writes it).
 """
 import json
-import os
 import zipfile
 
 import pytest
@@ -18,27 +17,10 @@ from envdoctor.knowledge import load_matrices
 from envdoctor.knowledge.verify import same_meaning, verify
 from packaging.version import Version
 from tests.index_server import FakeIndex, all_recorded, build_wheel
+from tests.test_verify_refresh import _isolated, run  # noqa: F401 - the same isolation (autouse) and CLI runner
 
 TORCH = "torch-2.1.1-cp310-cp310-manylinux1_x86_64.whl"
 TF = "tensorflow-2.15.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
-
-
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch, tmp_path):
-    monkeypatch.setattr(I, "BACKOFF", 0.0)
-    monkeypatch.setenv("ENVDOCTOR_CACHE_DIR", str(tmp_path / "no-cache"))
-    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
-    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
-    monkeypatch.delenv("PIP_EXTRA_INDEX_URL", raising=False)
-
-
-def run(capsys, *args):
-    from envdoctor.cli import main
-
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out = capsys.readouterr()
-    return exc.value.code, out.out, out.err
 
 
 def _one(rec, *names):

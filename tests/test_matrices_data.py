@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+from pathlib import Path
 
 import pytest
 from packaging.specifiers import SpecifierSet
@@ -248,3 +249,15 @@ def test_corrected_rows(m):
     assert SpecifierSet(m.torch_release("1.13.0").python_spec("1.13.0").__str__()).contains("3.11")
     for series in ("2.13", "2.14"):
         assert m.torch_variant(series + ".0", "cu130").cuda_toolkit == "13.0.3"
+
+
+def test_docs_coverage_table_is_generated_from_the_data(m):
+    from envdoctor.knowledge.coverage import BEGIN, END, coverage_markdown
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "matrices.md").read_text(encoding="utf-8")
+    assert BEGIN in doc and END in doc
+    shown = doc[doc.index(BEGIN):doc.index(END) + len(END)]
+    assert shown == coverage_markdown(m), "docs/matrices.md coverage table is stale: regenerate it " \
+                                          "(python -m envdoctor.knowledge.coverage)"
+    # and the table says what the data holds
+    assert f"| `jax` | jax 0.4.26 → {m.newest_known('jax')} ({len(m.jax_releases)} releases" in shown

@@ -428,12 +428,9 @@ def _tensorflow(m, client: IndexClient, date: str) -> TableUpdate:
     prev = releases[-1] if releases else None
     for s in sorted(by_series):
         v = by_series[s]
-        dist, meta = client.release_metadata("tensorflow", str(v))
+        dist, meta, pins = _tf_metadata(client, v, up)
         if meta is None:
-            up.messages.append(f"tensorflow {v}: the index offers no metadata file; skipped")
             continue
-        pins = {k: str(r.specifier) for k, r in
-                requirements(meta, extra="and-cuda", base=False, python=python_for(dist)).items()}
         row: Dict[str, Any] = {"version": str(s), "tested": str(v)}
         py = _python_spec(files, v, meta.requires_python)
         if not py:
@@ -479,14 +476,21 @@ def _tensorflow(m, client: IndexClient, date: str) -> TableUpdate:
     return up
 
 
-def _tf_patch(client: IndexClient, files, v: Version, date: str, up: TableUpdate, rel) -> None:
-    """A ``[[patch]]`` row for a tensorflow release of a known series: its own pins and Python range."""
+def _tf_metadata(client: IndexClient, v: Version, up: TableUpdate):
+    """(wheel, metadata, the and-cuda extra's pins) of tensorflow ``v``; metadata None (said in ``up``) when unreadable."""
     dist, meta = client.release_metadata("tensorflow", str(v))
     if meta is None:
         up.messages.append(f"tensorflow {v}: its metadata could not be read; skipped")
+        return dist, None, {}
+    return dist, meta, {k: str(r.specifier) for k, r in
+                        requirements(meta, extra="and-cuda", base=False, python=python_for(dist)).items()}
+
+
+def _tf_patch(client: IndexClient, files, v: Version, date: str, up: TableUpdate, rel) -> None:
+    """A ``[[patch]]`` row for a tensorflow release of a known series: its own pins and Python range."""
+    dist, meta, pins = _tf_metadata(client, v, up)
+    if meta is None:
         return
-    pins = {k: str(r.specifier) for k, r in
-            requirements(meta, extra="and-cuda", base=False, python=python_for(dist)).items()}
     row: Dict[str, Any] = {"version": str(v)}
     if pins:
         row["and_cuda"] = pins
