@@ -9,15 +9,24 @@ The metadata comes from RECORDED real metadata (tests/fixtures/index, see SOURCE
 ``recorded/*.txt`` hold the Requires-Dist / Requires-Python lines read from the public index
 (one ``== <project> <version>  wheel=<file>  requires_python=<spec>`` block per release);
 ``metadata/*.metadata`` are real METADATA headers (and one derived future release).
+
+Mode "lazy" serves the index the way the public index is reached from here: no PEP 658 metadata
+file, and the wheels themselves, with HTTP range requests (206 / Content-Range).  Each wheel is a
+real zip built on first request (:func:`build_wheel`) whose ``*.dist-info/METADATA`` is the recorded
+METADATA text, laid out like the real wheels: many members, a large payload, and the ``.dist-info``
+directory last (setuptools-built torch, jax) or first (bazel-built tensorflow).  ``bytes_served``,
+``range_requests`` and ``max_parallel`` say what the client cost.
 """
 from __future__ import annotations
 
 import hashlib
 import html
+import io
 import json
 import re
 import threading
 import time
+import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -73,12 +82,53 @@ def future_torch() -> Dict[str, str]:
     return {p.name[: -len(".metadata")]: p.read_text(encoding="utf-8")}
 
 
+def build_wheel(filename: str, metadata: str, members: int = 600, payload: int = 256 * 1024,
+                dist_info_first: Optional[bool] = None) -> bytes:
+    """A real wheel zip: ``members`` small modules, one ``payload``-byte binary, and the dist-info
+    (METADATA = ``metadata``, WHEEL, RECORD).  ``dist_info_first`` None: first for tensorflow (as bazel
+    writes it), last otherwise (as setuptools / hatch / flit do)."""
+    name, version, _b, _t = parse_wheel_filename(filename)
+    stem = filename.split("-", 2)
+    dist_info = f"{stem[0]}-{stem[1]}.dist-info"
+    if dist_info_first is None:
+        dist_info_first = str(name).startswith("tensorflow")
+    pkg = str(name).replace("-", "_")
+    buf = io.BytesIO()
+    dist = [(f"{dist_info}/METADATA", metadata.encode()),
+            (f"{dist_info}/WHEEL", b"Wheel-Version: 1.0\nGenerator: envdoctor-tests\nRoot-Is-Purelib: false\n")]
+    body = [(f"{pkg}/mod_{i:04d}.py", f"VALUE = {i}\n".encode()) for i in range(members)]
+    body.append((f"{pkg}/_native.so", bytes(range(256)) * (payload // 256)))
+    order = dist + body if dist_info_first else body + dist
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for arc, data in order:
+            zf.writestr(arc, data, compress_type=zipfile.ZIP_STORED if arc.endswith(".so") else zipfile.ZIP_DEFLATED)
+        zf.writestr(f"{dist_info}/RECORD", "".join(f"{a},,\n" for a, _ in order))
+    return buf.getvalue()
+
+
+def _range(header: str, size: int) -> Optional[Tuple[int, int]]:
+    """``bytes=a-b`` / ``bytes=a-`` / ``bytes=-n`` -> (first, last) inclusive, clipped; None when unusable."""
+    m = re.match(r"^bytes=(\d*)-(\d*)$", header.strip())
+    if not m or (not m.group(1) and not m.group(2)):
+        return None
+    if not m.group(1):
+        n = int(m.group(2))
+        return max(0, size - n), size - 1
+    first = int(m.group(1))
+    last = int(m.group(2)) if m.group(2) else size - 1
+    if first >= size:
+        return None
+    return first, min(last, size - 1)
+
+
 class FakeIndex:
     """``with FakeIndex(files, mode="json") as idx: idx.url`` -> ``http://127.0.0.1:PORT/simple/``.
 
     mode: "json" (PEP 691 when asked for), "html" (always PEP 503), "500" (every request fails),
     "garbage" (project pages claim JSON but are not), "slow" (answers after ``delay`` seconds),
-    "nometa" (pages offer no metadata files).
+    "nometa" (pages offer no metadata files), "lazy" (no metadata files; wheels served with range
+    requests), "lazy-norange" (wheels served whole, Range ignored), "lazy-slow" (each wheel request
+    answers after ``delay`` s), "lazy-flaky" (the first request for each wheel fails with HTTP 503).
     """
 
     def __init__(self, files: Dict[str, str], mode: str = "json", delay: float = 3.0,
@@ -88,6 +138,14 @@ class FakeIndex:
         self.mode = mode
         self.delay = delay
         self.requests: List[Tuple[str, str]] = []  # (path, Accept)
+        self.ranges: Dict[str, List[Optional[str]]] = {}  # wheel path -> Range header of each request
+        self.bytes_served = 0  # wheel bytes sent
+        self.range_requests = 0
+        self.max_parallel = 0  # most wheel requests in flight at once
+        self._parallel = 0
+        self._lock = threading.Lock()
+        self._wheels: Dict[str, bytes] = {}
+        self._failed_once: set = set()
         self._server: Optional[ThreadingHTTPServer] = None
         self._thread: Optional[threading.Thread] = None
 
@@ -113,7 +171,7 @@ class FakeIndex:
             data = {"meta": {"api-version": "1.1"}, "name": project, "versions": [], "files": []}
             for fn, digest in entries:
                 item = {"filename": fn, "url": f"../../files/{fn}", "hashes": {}, "requires-python": None}
-                if digest and self.mode != "nometa":
+                if digest and not self.no_metadata:
                     item["core-metadata"] = {"sha256": digest}
                     item["dist-info-metadata"] = {"sha256": digest}
                 data["files"].append(item)
@@ -121,11 +179,21 @@ class FakeIndex:
         rows = []
         for fn, digest in entries:
             attrs = ""
-            if digest and self.mode != "nometa":
+            if digest and not self.no_metadata:
                 attrs = f' data-dist-info-metadata="sha256={digest}" data-core-metadata="sha256={digest}"'
             rows.append(f'<a href="../../files/{html.escape(fn)}"{attrs}>{html.escape(fn)}</a><br/>')
         body = "<!DOCTYPE html>\n<html><body>\n" + "\n".join(rows) + "\n</body></html>\n"
         return "text/html", body.encode()
+
+    @property
+    def no_metadata(self) -> bool:
+        return self.mode == "nometa" or self.mode.startswith("lazy")
+
+    def wheel(self, filename: str) -> Optional[bytes]:
+        with self._lock:
+            if filename not in self._wheels and filename in self.files:
+                self._wheels[filename] = build_wheel(filename, self.files[filename])
+            return self._wheels.get(filename)
 
     # ----------------------------------------------------------------- server
 
@@ -151,6 +219,8 @@ class FakeIndex:
                 path = self.path.split("?", 1)[0]
                 accept = self.headers.get("Accept", "")
                 owner.requests.append((path, accept))
+                if path.endswith(".whl"):
+                    owner.ranges.setdefault(path, []).append(self.headers.get("Range"))
                 if owner.mode == "slow":
                     time.sleep(owner.delay)
                 if owner.mode == "500":
@@ -166,10 +236,58 @@ class FakeIndex:
                     return self._send(200, got[0], got[1])
                 if len(parts) == 2 and parts[0] == "files" and parts[1].endswith(".metadata"):
                     meta = owner.files.get(parts[1][: -len(".metadata")])
-                    if meta is None or owner.mode == "nometa":
+                    if meta is None or owner.no_metadata:
                         return self._send(404, "text/plain", b"not found")
                     return self._send(200, "application/octet-stream", meta.encode())
+                if len(parts) == 2 and parts[0] == "files" and parts[1].endswith(".whl") and \
+                        owner.mode.startswith("lazy"):
+                    return self._wheel(parts[1])
                 return self._send(404, "text/plain", b"not found")
+
+            def _wheel(self, filename: str) -> None:
+                data = owner.wheel(filename)
+                if data is None:
+                    return self._send(404, "text/plain", b"not found")
+                with owner._lock:
+                    owner._parallel += 1
+                    owner.max_parallel = max(owner.max_parallel, owner._parallel)
+                    first_time = filename not in owner._failed_once
+                    owner._failed_once.add(filename)
+                try:
+                    if owner.mode == "lazy-slow":
+                        time.sleep(owner.delay)
+                    if owner.mode == "lazy-flaky" and first_time:
+                        return self._send(503, "text/plain", b"try again")
+                    rng = self.headers.get("Range")
+                    if owner.mode == "lazy-norange" or not rng:
+                        with owner._lock:
+                            owner.bytes_served += len(data)
+                        return self._send(200, "application/octet-stream", data)
+                    span = _range(rng, len(data))
+                    if span is None:
+                        self.send_response(416)
+                        self.send_header("Content-Range", f"bytes */{len(data)}")
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return None
+                    first, last = span
+                    body = data[first:last + 1]
+                    with owner._lock:
+                        owner.bytes_served += len(body)
+                        owner.range_requests += 1
+                    self.send_response(206)
+                    self.send_header("Content-Type", "application/octet-stream")
+                    self.send_header("Content-Range", f"bytes {first}-{last}/{len(data)}")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    try:
+                        self.wfile.write(body)
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass
+                    return None
+                finally:
+                    with owner._lock:
+                        owner._parallel -= 1
 
         class Server(ThreadingHTTPServer):
             def handle_error(self, request, client_address) -> None:  # quiet: clients time out on purpose
@@ -192,7 +310,12 @@ class FakeIndex:
         return f"http://127.0.0.1:{self._server.server_address[1]}/simple/"
 
     def wheel_downloads(self) -> List[str]:
+        """Every request for a wheel file (range reads included)."""
         return [p for p, _ in self.requests if p.endswith(".whl")]
+
+    def whole_wheel_requests(self) -> List[str]:
+        """Requests for a wheel without a Range header: downloads of the whole wheel."""
+        return [p for p, rs in self.ranges.items() for r in rs if not r]
 
 
 def closed_port_url() -> str:

@@ -241,7 +241,7 @@ def test_client_without_metadata_files_does_not_download():
     with FakeIndex(all_recorded(), mode="nometa") as idx:
         c = I.IndexClient([idx.url], timeout=5)
         dist, meta = c.release_metadata("torch", "2.1.2")
-        assert dist is not None and meta is None and idx.wheel_downloads() == []
+        assert dist is not None and meta is None and idx.whole_wheel_requests() == []
 
 
 def test_metadata_hash_mismatch():

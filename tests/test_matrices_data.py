@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+from pathlib import Path
 
 import pytest
 from packaging.specifiers import SpecifierSet
@@ -171,3 +172,92 @@ def test_wheel_force_include_path_matches():
     # pyproject force-includes <repo>/matrices as envdoctor/_data/matrices; bundled_dir() finds one of them
     assert DATA.is_dir()
     assert {p.stem for p in DATA.glob("*.toml")} >= set(TABLES)
+
+
+# --------------------------------------------------------------------------- releases lock accepts (issue 16)
+
+
+def _lock(monkeypatch, tmp_path, capsys, *args, python="3.11"):
+    from envdoctor.cli import main
+
+    monkeypatch.setenv("ENVDOCTOR_CACHE_DIR", str(tmp_path / "empty-cache"))
+    with pytest.raises(SystemExit) as exc:
+        main(["lock", "--driver", "580.95.05", "--python-version", python, *args])
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+@pytest.mark.parametrize("version", ["2.12.1", "2.13.1", "2.14.1", "2.15.0.post1", "2.15.1", "2.16.2", "2.17.1",
+                                     "2.18.1", "2.19.1"])
+def test_lock_accepts_tensorflow_patch_releases(monkeypatch, tmp_path, capsys, version):
+    code, out, err = _lock(monkeypatch, tmp_path, capsys, "--gpu", "NVIDIA A100-SXM4-80GB", f"--tensorflow={version}")
+    assert code == 0, err
+    assert re.search(rf"^tensorflow(\[and-cuda\])?=={re.escape(version)}\s", out, re.M), out
+
+
+def test_tensorflow_2_15_patches_carry_their_own_and_cuda_pins(m):
+    """2.15.0 pinned tensorrt in [and-cuda]; 2.15.0.post1 and 2.15.1 dropped it (their own metadata)."""
+    assert "tensorrt" in m.tf_release("2.15.0").and_cuda
+    for v in ("2.15.0.post1", "2.15.1"):
+        rel = m.tf_release(v)
+        assert rel.tested == v and "tensorrt" not in rel.and_cuda
+        assert rel.and_cuda["nvidia-cudnn-cu12"] == "==8.9.4.25" and "METADATA" in rel.source
+        assert not rel.unverified
+
+
+@pytest.mark.parametrize("version", ["0.4.27", "0.4.29", "0.4.33", "0.4.36", "0.5.1", "0.6.1", "0.8.1", "0.8.2",
+                                     "0.9.0.1", "0.9.1", "0.10.1", "0.11.1"])
+def test_lock_accepts_jax_releases_since_0_4_26(monkeypatch, tmp_path, capsys, version):
+    code, out, err = _lock(monkeypatch, tmp_path, capsys, "--gpu", "NVIDIA A100-SXM4-80GB", f"--jax={version}",
+                           python="3.12")
+    assert code == 0, err
+    assert re.search(rf"^jax\[cuda1[23]\]=={re.escape(version)}\s", out, re.M), out
+
+
+def test_jax_rows_cover_every_release_since_0_4_26(m):
+    have = {r.version for r in m.jax_releases}
+    # every release on the index from 0.4.26 to 0.12.0.1 (index page read 2026-12-01; 0.4.32 is yanked there)
+    for v in ("0.4.26", "0.4.27", "0.4.28", "0.4.29", "0.4.30", "0.4.31", "0.4.33", "0.4.34", "0.4.35", "0.4.36",
+              "0.4.37", "0.4.38", "0.5.0", "0.5.1", "0.5.2", "0.5.3", "0.6.0", "0.6.1", "0.6.2", "0.7.0", "0.7.1",
+              "0.7.2", "0.8.0", "0.8.1", "0.8.2", "0.8.3", "0.9.0", "0.9.0.1", "0.9.1", "0.9.2", "0.10.0", "0.10.1",
+              "0.10.2", "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.12.0.1"):
+        assert v in have, v
+    assert m.jax_release("0.4.31").jaxlib == "<=0.4.31,>=0.4.30"
+
+
+def test_aarch64_lock_gives_torch_2_15_with_cuda_toolkit_pins_for_gb10(monkeypatch, tmp_path, capsys):
+    code, out, err = _lock(monkeypatch, tmp_path, capsys, "--platform", "linux-aarch64", "--gpu", "NVIDIA GB10",
+                           "--torch", "2.15", "--format", "json")
+    assert code == 0, err
+    import json
+
+    pick = json.loads(out)["lock"]["picks"][0]
+    assert pick["version"] == "2.15.0" and pick["kind"] == "cuda"
+    assert pick["pins"]["cuda-toolkit"] == "==13.2.2" and pick["pins_known"] == "metadata"
+
+
+def test_aarch64_default_is_the_cuda_build_from_2_11(m):
+    for series, name in (("2.11", "cu130"), ("2.12", "cu130"), ("2.13", "cu130"), ("2.14", "cu130"), ("2.15", "cu132")):
+        rel = m.torch_release(series + ".0")
+        dv = rel.default_variant("linux-aarch64")
+        assert dv is not None and dv.name == name and "linux-aarch64" in dv.platforms
+        assert "aarch64" in rel.pypi_default_note and "METADATA" in rel.source
+    assert m.torch_release("2.10.0").default_variant("linux-aarch64").kind == "cpu"
+
+
+def test_corrected_rows(m):
+    assert SpecifierSet(m.torch_release("1.13.0").python_spec("1.13.0").__str__()).contains("3.11")
+    for series in ("2.13", "2.14"):
+        assert m.torch_variant(series + ".0", "cu130").cuda_toolkit == "13.0.3"
+
+
+def test_docs_coverage_table_is_generated_from_the_data(m):
+    from envdoctor.knowledge.coverage import BEGIN, END, coverage_markdown
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "matrices.md").read_text(encoding="utf-8")
+    assert BEGIN in doc and END in doc
+    shown = doc[doc.index(BEGIN):doc.index(END) + len(END)]
+    assert shown == coverage_markdown(m), "docs/matrices.md coverage table is stale: regenerate it " \
+                                          "(python -m envdoctor.knowledge.coverage)"
+    # and the table says what the data holds
+    assert f"| `jax` | jax 0.4.26 → {m.newest_known('jax')} ({len(m.jax_releases)} releases" in shown

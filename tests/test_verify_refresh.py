@@ -131,7 +131,9 @@ def test_verify_with_nothing_readable_is_not_success(capsys):
     with FakeIndex(all_recorded(), mode="nometa") as idx:
         code, out, _ = run(capsys, "matrices", "verify", "--index-url", idx.url, "--table", "tensorflow")
         assert code == 2 and "nothing could be compared" in out
-        assert idx.wheel_downloads() == []
+        # no metadata file and the wheels are not served: one range request per wheel, refused, then given up
+        assert idx.whole_wheel_requests() == [] and len(idx.wheel_downloads()) == len(set(idx.wheel_downloads()))
+    assert "METADATA not readable by range requests: range request answered HTTP 404" in out
 
 
 # --------------------------------------------------------------------------- refresh
@@ -329,3 +331,50 @@ def test_lock_uses_the_refreshed_cache(capsys, tmp_path, monkeypatch):
     code, out, err = run(capsys, *args)
     assert code == 0, err
     assert "2.16.0" in out
+
+
+def _bundled_without(tmp_path, table: str, needles):
+    """A copy of the bundled tables whose ``table`` lacks the rows containing any of ``needles``."""
+    import shutil
+
+    d = tmp_path / "bundled"
+    shutil.copytree(L.bundled_dir(), d)
+    blocks = (d / f"{table}.toml").read_text(encoding="utf-8").split("\n[[")
+    kept = [b for b in blocks if not any(n in b for n in needles)]
+    assert len(kept) < len(blocks)
+    (d / f"{table}.toml").write_text("\n[[".join(kept), encoding="utf-8")
+    return d
+
+
+def test_refresh_learns_skipped_and_patch_releases_idempotently_on_a_lazy_index(tmp_path):
+    """Not only newer releases: a jax version between known ones and a tensorflow patch of a known series,
+    read from an index without PEP 658 files (range requests); refreshing twice writes the same tables."""
+    bundled = _bundled_without(tmp_path, "jax", ['version = "0.4.30"\n', 'jax = "0.4.30"\n'])
+    rec = all_recorded()
+    tf_wheel = "tensorflow-2.16.1-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+    assert tf_wheel in rec
+    rec.update(bumped(rec, tf_wheel, "2.16.1", "2.16.3"))  # a patch release simulated from the real 2.16.1
+    written = []
+    with FakeIndex(rec, mode="lazy") as idx:
+        for n in (1, 2):
+            cache = tmp_path / f"cache{n}"
+            result = R.refresh(I.IndexClient([idx.url], timeout=5), date="2026-12-01", bundled_dir=bundled)
+            R.write_cache(result, cache)
+            written.append({p.name: p.read_text(encoding="utf-8") for p in sorted(cache.iterdir())})
+        assert idx.whole_wheel_requests() == []
+    assert written[0] == written[1] and set(written[0]) == {"jax.toml", "tensorflow.toml"}
+    m = load_matrices(cache_dir=tmp_path / "cache1", bundled_dir=bundled)
+    assert m.warnings == []
+    jx = m.jax_release("0.4.30")
+    assert jx.version == "0.4.30" and jx.jaxlib == "<=0.4.30,>=0.4.27" and jx.requires_python == ">=3.9"
+    assert jx.verified.startswith("learned by envdoctor matrices refresh from index metadata on 2026-12-01")
+    assert jx.source.endswith("jax-0.4.30-py3-none-any.whl (METADATA read with HTTP range requests)")
+    assert jx.plugins["cuda12"].pin == "<=0.4.30,>=0.4.30"
+    tf = m.tf_release("2.16.3")
+    assert tf.tested == "2.16.3" and tf.version == "2.16" and tf.cuda == m.tf_release("2.16.1").cuda
+    assert tf.and_cuda == m.tf_release("2.16.1").and_cuda and tf.verified.startswith("learned by envdoctor")
+    assert "2.16.3" in m.tf_release("2.16").versions
+    # the learned rows agree with the index they came from
+    with FakeIndex(rec, mode="lazy") as idx:
+        got = verify(m, I.IndexClient([idx.url], timeout=5), ("jax", "tensorflow"))
+    assert got.disagreements == [], [d.line() for d in got.disagreements]

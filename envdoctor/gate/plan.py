@@ -1035,10 +1035,11 @@ class _Planner:
         cands = []
         exact = [s for s in spec if s.operator in ("==", "===") and "*" not in s.version]
         for rel in m.tensorflow_releases:
-            versions = [rel.tested]
+            versions = list(rel.versions)
             for s in exact:
                 ev = _v(s.version)
-                if ev is not None and m.tf_release(s.version) is rel and s.version not in versions:
+                got = m.tf_release(s.version) if ev is not None else None
+                if got is not None and got.version == rel.version and s.version not in versions:
                     versions.append(s.version)
             for text in versions:
                 cands.append({"version": Version(text), "text": text, "release": rel, "source": src,

@@ -37,7 +37,8 @@ def table_rows(m, table: str) -> Dict[str, List[Any]]:
                 "variant": [v for r in m.pytorch_releases for v in r.variants],
                 "conda": list(m.conda)}
     if table == "tensorflow":
-        return {"release": list(m.tensorflow_releases)}
+        return {"release": list(m.tensorflow_releases),
+                "patch": [p for r in m.tensorflow_releases for p in r.patch_rows]}
     if table == "jax":
         return {"release": list(m.jax_releases), "plugin": [p for r in m.jax_releases for p in r.plugins.values()]}
     if table == "cudnn":
@@ -164,15 +165,20 @@ _timeout_option = click.option("--timeout", type=Seconds(0.1, 600), default=15.0
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
 @click.option("--strict", is_flag=True, help="Also fail (exit 1) when a covered release is not on the index.")
 @_timeout_option
+@click.option("--total-timeout", type=click.FloatRange(1, 3600), default=600.0, show_default=True,
+              help="Seconds all range reads of wheels without a metadata file may take together.")
+@click.option("--workers", type=click.IntRange(1, 32), default=8, show_default=True,
+              help="Wheels read at the same time (HTTP range requests).")
 @click.option("--cache-dir", metavar="DIR", help="Verify the tables as overlaid by the cache in DIR.")
-def verify_cmd(index_urls, tables: str, fmt: str, strict: bool, timeout: float, cache_dir: Optional[str]) -> None:
+def verify_cmd(index_urls, tables: str, fmt: str, strict: bool, timeout: float, total_timeout: float, workers: int,
+               cache_dir: Optional[str]) -> None:
     """Compare the tables with the index's metadata. Exit 0 all agree, 1 a disagreement, 2 index unusable."""
     from envdoctor.knowledge.verify import TABLE_CHOICES, render_text, verify
 
     client, _ = _client(index_urls, timeout)
     m = _load(cache_dir)
     chosen = TABLE_CHOICES if tables == "all" else (tables,)
-    result = verify(m, client, chosen)
+    result = verify(m, client, chosen, workers=workers, total_timeout=total_timeout)
     if fmt == "json":
         from envdoctor.snapshot_io import dump_json
 

@@ -577,7 +577,9 @@ class IndexClient:
                 return meta
         if urlparse(dist.url).scheme.lower() == "file":
             return self._local_wheel_metadata(dist)
-        return None
+        from .lazywheel import remote_wheel_metadata  # no PEP 658 file: a local copy, else HTTP range requests
+
+        return remote_wheel_metadata(self, dist)
 
     def _local_wheel_metadata(self, dist: DistFile) -> Optional[Metadata]:
         path = Path(url2pathname(unquote(urlparse(dist.url).path)))

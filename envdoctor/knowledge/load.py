@@ -186,6 +186,10 @@ SPECS: Dict[str, Dict[str, RowSpec]] = {
             dict(python_tested="text", requires_python="spec", and_cuda="dict_spec", gpu_platforms="list_platform",
                  compute_capabilities="list_sm", cc_verified="text", compiler="text", build_tool="text", note="text"),
             ("version",), _vkey("version")),
+        "patch": RowSpec(
+            _req(version="version"),
+            dict(and_cuda="dict_spec", requires_python="spec", python="spec", pypi_wheel="text", note="text"),
+            ("version",), _vkey("version")),
     },
     "jax": {
         "release": RowSpec(
@@ -568,10 +572,19 @@ def _variant_order(v: T.TorchVariant) -> Tuple[int, Any]:
     return (2, Version(v.rocm or "0"))
 
 
-def build_tensorflow(mt: MergedTable) -> List[T.TfRelease]:
-    out = [_kw(T.TfRelease, r.data, r.origin) for r in mt.rows.get("release", [])]
-    out.sort(key=lambda r: Version(r.version))
-    return out
+def build_tensorflow(mt: MergedTable, warnings: Optional[List[str]] = None) -> List[T.TfRelease]:
+    releases = {Version(r.data["version"]): r for r in mt.rows.get("release", [])}
+    patches: Dict[Version, List[T.TfPatch]] = {v: [] for v in releases}
+    for r in mt.rows.get("patch", []):
+        pv = Version(r.data["version"])
+        series = Version(f"{pv.major}.{pv.minor}")
+        if series not in releases:
+            if warnings is not None:
+                warnings.append(f"{r.origin}: [[patch]] {pv}: no [[release]] {series}; row skipped")
+            continue
+        patches[series].append(_kw(T.TfPatch, r.data, r.origin))
+    return [_kw(T.TfRelease, releases[v].data, releases[v].origin,
+                patch_rows=sorted(patches[v], key=lambda p: Version(p.version))) for v in sorted(releases)]
 
 
 def build_jax(mt: MergedTable, warnings: List[str]) -> List[T.JaxRelease]:

@@ -268,7 +268,10 @@ class Matrices:
         if v is None:
             return None
         rel = v.release + (0,)
-        return self._tf.get(f"{rel[0]}.{rel[1]}")
+        row = self._tf.get(f"{rel[0]}.{rel[1]}")
+        if row is None:
+            return None
+        return row.for_patch(version) or row  # a known patch release: its own pins over the series row
 
     # ------------------------------------------------------------------ JAX
 
@@ -362,7 +365,7 @@ def load_matrices(cache_dir: Optional[Path] = None, bundled_dir: Optional[Path] 
     cuda_releases, mvc = guarded("cuda_driver", lambda: L.build_cuda(merged["cuda_driver"]), ([], {}))
     archs, gpus = guarded("gpus", lambda: L.build_gpus(merged["gpus"]), ({}, []))
     torch, conda = guarded("pytorch", lambda: L.build_pytorch(merged["pytorch"], warnings), ([], []))
-    tf = guarded("tensorflow", lambda: L.build_tensorflow(merged["tensorflow"]), [])
+    tf = guarded("tensorflow", lambda: L.build_tensorflow(merged["tensorflow"], warnings), [])
     jax = guarded("jax", lambda: L.build_jax(merged["jax"], warnings), [])
     cudnn = guarded("cudnn", lambda: L.build_cudnn(merged["cudnn"]), [])
     facts = guarded("incompatibilities", lambda: L.build_incompatibilities(merged["incompatibilities"]), [])

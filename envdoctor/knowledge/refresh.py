@@ -1,4 +1,8 @@
-"""``envdoctor matrices refresh``: rows for releases newer than the bundled data, from index metadata.
+"""``envdoctor matrices refresh``: rows for the releases the bundled data lacks, from index metadata.
+
+Every release on the index that the data does not know is learned, from the oldest known release
+on: newer releases, patch releases of known series (tensorflow ``[[patch]]`` rows, torch patches) and
+skipped versions (jax); the cache is rebuilt from scratch, so refreshing twice writes the same rows.
 
 For torch (with torchvision / torchaudio), tensorflow and jax (with jaxlib and the
 jax-cuda12/13-plugin packages) the index is asked which releases exist; every release the bundled
@@ -87,6 +91,11 @@ class RefreshResult:
 # --------------------------------------------------------------------------- helpers
 
 
+def _learned(date: str) -> str:
+    """``verified`` of a row whose every fact was read from the release's own metadata."""
+    return f"learned by envdoctor matrices refresh from index metadata on {date}: every field read from it"
+
+
 def _unverified(date: str, assumed: str = "") -> str:
     text = f"UNVERIFIED: derived by envdoctor matrices refresh from index metadata on {date}"
     return text + (f"; {assumed}" if assumed else "")
@@ -142,31 +151,14 @@ def _spec_contains(spec: Optional[str], version: Version) -> bool:
         return False
 
 
-def _new_versions(index_versions: Sequence[Version], known: Sequence[Version], by_series: bool) -> List[Version]:
-    """Index versions the data does not know and that are newer than what it knows of their series.
-
-    ``by_series``: a version of a known series counts only when newer than that series' newest known
-    patch (torch); otherwise only versions newer than the newest known one count (jax, tensorflow).
-    """
+def _new_versions(index_versions: Sequence[Version], known: Sequence[Version], by_series: bool = True) -> List[Version]:
+    """Every index version the data does not know, from its oldest known release on: newer releases,
+    patch releases of known series and skipped versions alike (older releases are out of scope)."""
     if not known:
         return sorted(index_versions)
     known_set = set(known)
-    newest = max(known)
-    newest_of: Dict[str, Version] = {}
-    for k in known:
-        s = _series(k)
-        newest_of[s] = max(newest_of.get(s, k), k)
-    out = []
-    for v in index_versions:
-        if v in known_set:
-            continue
-        s = _series(v)
-        if by_series and s in newest_of:
-            if v > newest_of[s]:
-                out.append(v)
-        elif v > newest:
-            out.append(v)
-    return sorted(out)
+    oldest = min(known)
+    return sorted(v for v in index_versions if v not in known_set and v > oldest)
 
 
 # --------------------------------------------------------------------------- torch
@@ -190,7 +182,7 @@ def _torch(m, client: IndexClient, date: str) -> TableUpdate:
     up = TableUpdate("pytorch", newest_known=m.newest_known("torch"))
     releases = list(m.pytorch_releases)
     known = [Version(p) for r in releases for p in r.patches]
-    new = _new_versions(client.versions("torch"), known, by_series=True)
+    new = _new_versions(client.versions("torch"), known)
     if not new:
         up.messages.append(f"nothing newer than torch {up.newest_known} on the index")
         return up
@@ -412,25 +404,33 @@ def _tensorflow(m, client: IndexClient, date: str) -> TableUpdate:
     releases = list(m.tensorflow_releases)
     known_series = {Version(r.version) for r in releases}
     newest_series = max(known_series) if known_series else None
+    known_versions = {Version(v) for r in releases for v in r.versions}
+    oldest = min(known_versions) if known_versions else None
     by_series: Dict[Version, Version] = {}
+    patches: List[Version] = []
     for v in client.versions("tensorflow"):
         s = Version(_series(v))
-        if s in known_series or (newest_series is not None and s <= newest_series):
+        if v in known_versions or (oldest is not None and v < oldest):
+            continue
+        if s in known_series:
+            patches.append(v)
+            continue
+        if newest_series is not None and s <= newest_series:
             continue
         by_series[s] = min(by_series.get(s, v), v)
+    files = client.project_files("tensorflow") if (by_series or patches) else []
+    for v in patches:
+        _tf_patch(client, files, v, date, up, next(r for r in releases if Version(r.version) == Version(_series(v))))
     if not by_series:
-        up.messages.append(f"nothing newer than tensorflow {up.newest_known} on the index")
+        if not patches:
+            up.messages.append(f"nothing newer than tensorflow {up.newest_known} on the index")
         return up
-    files = client.project_files("tensorflow")
     prev = releases[-1] if releases else None
     for s in sorted(by_series):
         v = by_series[s]
-        dist, meta = client.release_metadata("tensorflow", str(v))
+        dist, meta, pins = _tf_metadata(client, v, up)
         if meta is None:
-            up.messages.append(f"tensorflow {v}: the index offers no metadata file; skipped")
             continue
-        pins = {k: str(r.specifier) for k, r in
-                requirements(meta, extra="and-cuda", base=False, python=python_for(dist)).items()}
         row: Dict[str, Any] = {"version": str(s), "tested": str(v)}
         py = _python_spec(files, v, meta.requires_python)
         if not py:
@@ -476,6 +476,38 @@ def _tensorflow(m, client: IndexClient, date: str) -> TableUpdate:
     return up
 
 
+def _tf_metadata(client: IndexClient, v: Version, up: TableUpdate):
+    """(wheel, metadata, the and-cuda extra's pins) of tensorflow ``v``; metadata None (said in ``up``) when unreadable."""
+    dist, meta = client.release_metadata("tensorflow", str(v))
+    if meta is None:
+        up.messages.append(f"tensorflow {v}: its metadata could not be read; skipped")
+        return dist, None, {}
+    return dist, meta, {k: str(r.specifier) for k, r in
+                        requirements(meta, extra="and-cuda", base=False, python=python_for(dist)).items()}
+
+
+def _tf_patch(client: IndexClient, files, v: Version, date: str, up: TableUpdate, rel) -> None:
+    """A ``[[patch]]`` row for a tensorflow release of a known series: its own pins and Python range."""
+    dist, meta, pins = _tf_metadata(client, v, up)
+    if meta is None:
+        return
+    row: Dict[str, Any] = {"version": str(v)}
+    if pins:
+        row["and_cuda"] = pins
+    if meta.requires_python:
+        row["requires_python"] = meta.requires_python
+    py = _python_spec(files, v, meta.requires_python)
+    if py:
+        row["python"] = py
+    row["pypi_wheel"] = dist.filename
+    if rel.and_cuda and not pins:
+        row["note"] = "this release's metadata has no and-cuda extra"
+    row["source"] = meta.source
+    row["verified"] = _learned(date)
+    up.add("patch", row)
+    up.added.append(f"tensorflow {v} (patch of the known {rel.version} release)")
+
+
 # --------------------------------------------------------------------------- jax
 
 
@@ -483,7 +515,7 @@ def _jax(m, client: IndexClient, date: str) -> TableUpdate:
     up = TableUpdate("jax", newest_known=m.newest_known("jax"))
     releases = list(m.jax_releases)
     known = [Version(r.version) for r in releases]
-    new = _new_versions(client.versions("jax"), known, by_series=False)
+    new = _new_versions(client.versions("jax"), known)
     if not new:
         up.messages.append(f"nothing newer than jax {up.newest_known} on the index")
         return up
@@ -512,14 +544,15 @@ def _jax(m, client: IndexClient, date: str) -> TableUpdate:
         if notes:
             row["note"] = "; ".join(notes)
         row["source"] = meta.source
-        row["verified"] = _unverified(date)
+        row["verified"] = _learned(date)
         plugins = []
         for name in ("cuda12", "cuda13"):
             package = f"jax-{name}-plugin"
             preq = requirements(meta, extra=name, base=False, python=py).get(canonicalize_name(package))
             if preq is None:
                 continue
-            prow = _jax_plugin(m, client, v, name, package, str(preq.specifier), date, up)
+            own = {k: str(r.specifier) for k, r in requirements(meta, extra=name, base=False, python=py).items()}
+            prow = _jax_plugin(m, client, v, name, package, str(preq.specifier), date, up, own)
             if prow is not None:
                 up.add("plugin", prow)
                 plugins.append(f"{name}: cuDNN {prow['cudnn']}")
@@ -529,11 +562,13 @@ def _jax(m, client: IndexClient, date: str) -> TableUpdate:
 
 
 def _jax_plugin(m, client: IndexClient, v: Version, name: str, package: str, pin: str, date: str,
-                up: TableUpdate) -> Optional[Dict[str, Any]]:
+                up: TableUpdate, own_extra: Optional[Dict[str, str]] = None) -> Optional[Dict[str, Any]]:
+    """The plugin row of jax ``v``; the NVIDIA pins are read where they live: the plugin's with-cuda extra,
+    or (jax <= 0.4.29) jax's own ``cudaNN`` extra (``own_extra``)."""
     major = int(name[len("cuda"):])
-    prev = None
+    prev = None  # the nearest earlier release's plugin row (skipped versions sit between known ones)
     for rel in m.jax_releases:
-        if name in rel.plugins:
+        if name in rel.plugins and Version(rel.version) < v:
             prev = rel.plugins[name]
     pversion = exact_pin(pin) or str(v)
     pdist, pmeta = client.release_metadata(package, pversion)
@@ -553,6 +588,11 @@ def _jax_plugin(m, client: IndexClient, v: Version, name: str, package: str, pin
         cudnn, runtime, source = None, None, None
         up.messages.append(f"jax {v} {name}: {package} {pversion} not on the index"
                            + (f"; its cuDNN assumed from jax {prev.jax} (UNVERIFIED)" if prev is not None else "; skipped"))
+    own = own_extra or {}
+    own_cudnn = next((s for k, s in sorted(own.items()) if k.startswith("nvidia-cudnn")), None)
+    if not cudnn and own_cudnn:
+        cudnn = own_cudnn
+        runtime = runtime or own.get(f"nvidia-cuda-runtime-cu{major}")
     if cudnn and lower_bound(cudnn):
         row["cudnn"], row["cudnn_min"] = cudnn, lower_bound(cudnn)
     elif prev is not None:

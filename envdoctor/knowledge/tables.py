@@ -8,7 +8,7 @@ Every row dataclass is frozen and carries ``source`` (where the fact was read, w
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -408,6 +408,22 @@ class CondaChannel(_Row):
 
 
 @dataclass(frozen=True)
+class TfPatch(_Row):
+    """A TensorFlow release of a known series other than its tested one (2.15.1, 2.16.2 ...): what its own
+    metadata says; the build configuration (CUDA, cuDNN, compute capabilities) is the series'."""
+
+    version: str
+    source: str
+    verified: str
+    and_cuda: Dict[str, str] = field(default_factory=dict)
+    requires_python: Optional[str] = None
+    python: Optional[str] = None
+    pypi_wheel: Optional[str] = None
+    note: Optional[str] = None
+    origin: str = ""
+
+
+@dataclass(frozen=True)
 class TfRelease(_Row):
     """A TensorFlow release series with its tested build configuration."""
 
@@ -428,9 +444,32 @@ class TfRelease(_Row):
     build_tool: Optional[str] = None
     note: Optional[str] = None
     origin: str = ""
+    patch_rows: List["TfPatch"] = field(default_factory=list)  # other releases of the series (2.15.1 ...)
 
     def gpu_on(self, platform: str) -> bool:
         return platform in self.gpu_platforms
+
+    @property
+    def versions(self) -> List[str]:
+        """Every release of the series the data knows: ``tested`` and the patch rows, ascending."""
+        return sorted({self.tested, *(p.version for p in self.patch_rows)}, key=Version)
+
+    def for_patch(self, version: str) -> Optional["TfRelease"]:
+        """The series row as it applies to ``version``: its patch row's pins, Python range and provenance
+        over the series' build configuration; None when the series has no such release."""
+        try:
+            want = Version(version)
+        except InvalidVersion:
+            return None
+        if want == Version(self.tested):
+            return self
+        for p in self.patch_rows:
+            if Version(p.version) == want:
+                return replace(self, tested=p.version, and_cuda=dict(p.and_cuda) if p.and_cuda else dict(self.and_cuda),
+                               requires_python=p.requires_python or self.requires_python,
+                               python=p.python or self.python, source=p.source, verified=p.verified,
+                               note=p.note or self.note, origin=p.origin, patch_rows=[])
+        return None
 
     @property
     def cudnn_pin(self) -> Optional[str]:

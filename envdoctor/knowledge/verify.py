@@ -1,7 +1,10 @@
 """``envdoctor matrices verify``: compare the tables with the metadata the package index publishes.
 
-For every release a table covers, the Linux x86_64 wheel's core metadata is read (PEP 658 metadata
-file, never the wheel) and compared with the table:
+For every release a table covers, the Linux x86_64 wheel's core metadata is read and compared with
+the table.  The metadata comes from the PEP 658 metadata file where the index offers one, else from
+a ``file://`` copy of the wheel, else from the remote wheel's ``METADATA`` member read with HTTP range
+requests (:mod:`envdoctor.knowledge.lazywheel`: a few kB per wheel, never the whole wheel), at most
+``workers`` wheels at a time and within a total timeout:
 
 * pytorch: per patch, ``Requires-Python``, the triton pin, and the PyPI-default variant's CUDA
   (``cuda-toolkit`` / ``nvidia-cuda-runtime-cuNN`` pin), cuDNN (``nvidia-cudnn-cuNN`` pin); the
@@ -11,18 +14,27 @@ file, never the wheel) and compared with the table:
 * jax: ``Requires-Python``, the jaxlib requirement, the plugin pin of each ``cudaNN`` extra, and the
   ``jax-cudaNN-plugin`` metadata (``with-cuda`` extra: cuDNN, CUDA runtime; the pjrt requirement).
 
+Specifiers are compared by meaning: two agree when they admit the same versions among the versions
+either one names and the releases the index lists for that project (``==0.4.31`` agrees with
+``>=0.4.31,<=0.4.31``; ``>=0.4.30,<=0.4.31`` does not, 0.4.30 tells them apart).
+
 A release the index does not have is reported as "not on index", not as a disagreement.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from . import lazywheel
 from .index import IndexClient, Metadata, exact_pin, lower_bound, python_for, requirements, same_spec, spec_of
+
+DEFAULT_TOTAL_TIMEOUT = 600.0
+NO_METADATA = "no metadata file (wheel not downloaded)"
 
 TABLE_CHOICES = ("pytorch", "tensorflow", "jax")
 
@@ -60,6 +72,7 @@ class VerifyResult:
     notes: List[Disagreement] = field(default_factory=list)  # differences that need not be errors
     compared: int = 0  # number of field comparisons made
     releases_read: int = 0  # metadata files read
+    range_reads: Optional[dict] = None  # lazywheel.Stats: wheels read by range requests, requests, bytes
 
     def exit_code(self, strict: bool = False) -> int:
         if self.disagreements:
@@ -76,6 +89,7 @@ class VerifyResult:
             "tables": self.tables,
             "releases_read": self.releases_read,
             "compared": self.compared,
+            "range_reads": self.range_reads,
             "disagreements": [asdict(d) for d in self.disagreements],
             "missing": [asdict(m) for m in self.missing],
             "notes": [asdict(n) for n in self.notes],
@@ -85,31 +99,67 @@ class VerifyResult:
 
 
 class _Verifier:
-    def __init__(self, matrices, client: IndexClient, result: VerifyResult) -> None:
+    def __init__(self, matrices, client: IndexClient, result: VerifyResult, collect: bool = False) -> None:
         self.m = matrices
         self.client = client
         self.r = result
+        self.collect = collect  # first pass: only gather the wheels to read (for the concurrent prefetch)
+        self.wanted: List[object] = []
 
     # ----------------------------------------------------------------- helpers
 
     def read(self, table: str, project: str, version: str) -> Tuple[Optional[object], Optional[Metadata]]:
+        if self.collect:
+            self.wanted.append(self.client.pick_wheel(project, version))
+            return None, None
         dist, meta = self.client.release_metadata(project, version)
         if dist is None:
             self.r.missing.append(Missing(table, project, version, "not on index"))
             return None, None
         if meta is None:
-            self.r.missing.append(Missing(table, project, version, "no metadata file (wheel not downloaded)", dist.url))
+            why = lazywheel.failure(self.client, dist) or NO_METADATA
+            self.r.missing.append(Missing(table, project, version, why, dist.url))
             return dist, None
         self.r.releases_read += 1
         return dist, meta
 
-    def spec(self, table: str, release: str, fld: str, tval: Optional[str], ival: Optional[str], row, meta: Metadata) -> None:
+    def spec(self, table: str, release: str, fld: str, tval: Optional[str], ival: Optional[str], row, meta: Metadata,
+             project: str = "") -> None:
         """Compare two specifiers (either may be absent: absent on the table side is not checked)."""
         if tval is None:
             return
         self.r.compared += 1
-        if not same_spec(tval, ival):
+        if not self.same(tval, ival, project):
             self.r.disagreements.append(Disagreement(table, release, fld, tval, ival, row.origin, meta.source))
+
+    def same(self, a: Optional[str], b: Optional[str], project: str) -> bool:
+        """Same specifier by meaning, over the versions both name and the index's releases of ``project``."""
+        return same_meaning(a, b, self._universe(project))
+
+    def _universe(self, project: str) -> List[Version]:
+        """The releases of ``project`` on the index pages already read (no page is fetched for this)."""
+        files = getattr(self.client, "_pages", {}).get(canonicalize_name(project)) if project else None
+        return sorted({Version(f.version.public) for f in files or []})
+
+    def python(self, table: str, release: str, tval: Optional[str], project: str, version: str, row,
+               meta: Metadata) -> None:
+        """The table's Python range against the CPython tags of the release's manylinux x86_64 wheels."""
+        have = wheel_pythons(self.client.project_files(project), version)
+        if tval is None or not have:
+            return
+        self.r.compared += 1
+        try:
+            spec = SpecifierSet(tval)
+        except InvalidSpecifier:
+            spec = SpecifierSet("<0")
+        said = [f"3.{n}" for n in range(0, 30) if spec.contains(f"3.{n}", prereleases=True)]
+        got = [f"{a}.{b}" for a, b in have if a == 3]
+        fld = "python (CPython tags of the manylinux x86_64 wheels)"
+        if [p for p in got if p not in said]:  # wheels the table's range leaves out: the table is wrong
+            self.r.disagreements.append(Disagreement(table, release, fld, tval, ", ".join(got), row.origin, meta.source))
+        elif said != got:  # the table claims more: an index (or mirror) may list only some wheels
+            self.r.notes.append(Disagreement(table, release, fld + " (the index lists fewer)", tval, ", ".join(got),
+                                             row.origin, meta.source))
 
     def version(self, table: str, release: str, fld: str, tval: Optional[str], ival: Optional[str], row, meta: Metadata,
                 depth: Optional[int] = None) -> None:
@@ -134,9 +184,12 @@ class _Verifier:
                 reqs = requirements(meta, python=python_for(dist))
                 prow = rel.patch(patch)
                 rp_row = prow if prow is not None and prow.requires_python else rel
+                py_row = prow if prow is not None and prow.python else rel
+                self.python("pytorch", release, py_row.python, "torch", patch, py_row, meta)
                 self.spec("pytorch", release, "requires_python", rp_row.requires_python, meta.requires_python, rp_row, meta)
                 if prow is not None and prow.triton:
-                    self.spec("pytorch", release, "triton", prow.triton, spec_of(reqs.get("triton")), prow, meta)
+                    self.spec("pytorch", release, "triton", prow.triton, spec_of(reqs.get("triton")), prow, meta,
+                              "triton")
                 cuda_pin, toolkit_pin = _torch_cuda(reqs)
                 cudnn_req = _first(reqs, "nvidia-cudnn-cu")
                 if dv is None or dv.kind != "cuda":
@@ -164,7 +217,8 @@ class _Verifier:
                     table_pins = {str(canonicalize_name(k)): v for k, v in dv.nvidia_pins.items()}
                     for name in sorted(set(index_pins) | set(table_pins)):
                         self.r.compared += 1
-                        if name not in table_pins or name not in index_pins or not same_spec(table_pins[name], index_pins[name]):
+                        if name not in table_pins or name not in index_pins or not self.same(
+                                table_pins[name], index_pins[name], name):
                             self.r.disagreements.append(Disagreement(
                                 "pytorch", release, f"nvidia_pins[{name}] {label}", table_pins.get(name),
                                 index_pins.get(name), dv.origin, meta.source))
@@ -172,26 +226,31 @@ class _Verifier:
     # ----------------------------------------------------------------- tensorflow
 
     def tensorflow(self) -> None:
-        for rel in self.m.tensorflow_releases:
-            dist, meta = self.read("tensorflow", "tensorflow", rel.tested)
-            if meta is None:
-                continue
-            release = f"tensorflow {rel.tested}"
-            self.spec("tensorflow", release, "requires_python", rel.requires_python, meta.requires_python, rel, meta)
-            pins = {k: str(v.specifier) for k, v in
-                    requirements(meta, extra="and-cuda", base=False, python=python_for(dist)).items()}
-            table_pins = {str(canonicalize_name(k)): v for k, v in rel.and_cuda.items()}
-            for name in sorted(set(pins) | set(table_pins)):
-                self.r.compared += 1
-                if name not in table_pins or name not in pins or not same_spec(table_pins[name], pins[name]):
-                    self.r.disagreements.append(Disagreement("tensorflow", release, f"and_cuda[{name}]",
-                                                             table_pins.get(name), pins.get(name), rel.origin, meta.source))
-            runtime = _first_spec(pins, "nvidia-cuda-runtime-cu")
-            cudnn = _first_spec(pins, "nvidia-cudnn-cu")
-            if runtime:
-                self.version("tensorflow", release, "cuda", rel.cuda, lower_bound(runtime), rel, meta, depth=2)
-            if cudnn:
-                self.version("tensorflow", release, "cudnn", rel.cudnn, lower_bound(cudnn), rel, meta, depth=2)
+        for series in self.m.tensorflow_releases:
+            for v in series.versions:  # the tested release and the [[patch]] rows, each with its own pins
+                self._tensorflow(series.for_patch(v))
+
+    def _tensorflow(self, rel) -> None:
+        dist, meta = self.read("tensorflow", "tensorflow", rel.tested)
+        if meta is None:
+            return
+        release = f"tensorflow {rel.tested}"
+        self.spec("tensorflow", release, "requires_python", rel.requires_python, meta.requires_python, rel, meta)
+        self.python("tensorflow", release, rel.python, "tensorflow", rel.tested, rel, meta)
+        pins = {k: str(v.specifier) for k, v in
+                requirements(meta, extra="and-cuda", base=False, python=python_for(dist)).items()}
+        table_pins = {str(canonicalize_name(k)): v for k, v in rel.and_cuda.items()}
+        for name in sorted(set(pins) | set(table_pins)):
+            self.r.compared += 1
+            if name not in table_pins or name not in pins or not self.same(table_pins[name], pins[name], name):
+                self.r.disagreements.append(Disagreement("tensorflow", release, f"and_cuda[{name}]",
+                                                         table_pins.get(name), pins.get(name), rel.origin, meta.source))
+        runtime = _first_spec(pins, "nvidia-cuda-runtime-cu")
+        cudnn = _first_spec(pins, "nvidia-cudnn-cu")
+        if runtime:
+            self.version("tensorflow", release, "cuda", rel.cuda, lower_bound(runtime), rel, meta, depth=2)
+        if cudnn:
+            self.version("tensorflow", release, "cudnn", rel.cudnn, lower_bound(cudnn), rel, meta, depth=2)
 
     # ----------------------------------------------------------------- jax
 
@@ -199,39 +258,45 @@ class _Verifier:
         for rel in self.m.jax_releases:
             dist, meta = self.read("jax", "jax", rel.version)
             release = f"jax {rel.version}"
-            extra_cudnn: Dict[str, Optional[str]] = {}
+            extra_specs: Dict[str, Dict[str, str]] = {}  # jax's own cudaNN extra, by plugin name
             if meta is not None:
                 py = python_for(dist)
                 self.spec("jax", release, "requires_python", rel.requires_python, meta.requires_python, rel, meta)
                 jaxlib = _jaxlib_requirement(meta, py)
                 if jaxlib is not None:
-                    self.spec("jax", release, "jaxlib", rel.jaxlib, jaxlib, rel, meta)
+                    self.spec("jax", release, "jaxlib", rel.jaxlib, jaxlib, rel, meta, "jaxlib")
                 for name, plugin in rel.plugins.items():
                     ex = requirements(meta, extra=name, base=False, python=py)
                     preq = ex.get(canonicalize_name(plugin.package))
                     if preq is not None:
-                        self.spec("jax", release, f"plugins.{name}.pin", plugin.pin, str(preq.specifier), plugin, meta)
-                    extra_cudnn[name] = _first_spec({k: str(v.specifier) for k, v in ex.items()}, "nvidia-cudnn-cu")
+                        self.spec("jax", release, f"plugins.{name}.pin", plugin.pin, str(preq.specifier), plugin, meta,
+                                  plugin.package)
+                    extra_specs[name] = {k: str(v.specifier) for k, v in ex.items()}
             for name, plugin in rel.plugins.items():
                 pversion = exact_pin(plugin.pin) or rel.version
                 pdist, pmeta = self.read("jax", plugin.package, pversion)
                 prelease = f"{plugin.package} {pversion} (jax {rel.version})"
-                if pmeta is None:
-                    if meta is not None and extra_cudnn.get(name):
-                        # jax <= 0.4.26 pinned the NVIDIA wheels in its own cudaNN extra
-                        self.spec("jax", release, f"plugins.{name}.cudnn", plugin.cudnn, extra_cudnn[name], plugin, meta)
-                        self.version("jax", release, f"plugins.{name}.cudnn_min", plugin.cudnn_min,
-                                     lower_bound(extra_cudnn[name]), plugin, meta)
+                with_cuda: Dict[str, str] = {}
+                base: Dict[str, Requirement] = {}
+                if pmeta is not None:
+                    py = python_for(pdist)
+                    with_cuda = {k: str(v.specifier) for k, v in
+                                 requirements(pmeta, extra="with-cuda", base=False, python=py).items()}
+                    base = requirements(pmeta, python=py)
+                # the NVIDIA pins live in the plugin's with-cuda extra, or (jax <= 0.4.26) in jax's own cudaNN extra
+                where, pins, src = (prelease, with_cuda, pmeta)
+                if _first_spec(with_cuda, "nvidia-cudnn-cu") is None and meta is not None and \
+                        _first_spec(extra_specs.get(name, {}), "nvidia-cudnn-cu") is not None:
+                    where, pins, src = (f"{release} (extra {name})", extra_specs[name], meta)
+                if src is None:
                     continue
-                py = python_for(pdist)
-                with_cuda = {k: str(v.specifier) for k, v in
-                             requirements(pmeta, extra="with-cuda", base=False, python=py).items()}
-                base = requirements(pmeta, python=py)
-                cudnn = _first_spec(with_cuda, "nvidia-cudnn-cu")
-                self.spec("jax", prelease, f"plugins.{name}.cudnn", plugin.cudnn, cudnn, plugin, pmeta)
-                self.version("jax", prelease, f"plugins.{name}.cudnn_min", plugin.cudnn_min, lower_bound(cudnn), plugin, pmeta)
-                runtime = with_cuda.get(f"nvidia-cuda-runtime-cu{plugin.cuda_major}", with_cuda.get("nvidia-cuda-runtime"))
-                self.spec("jax", prelease, f"plugins.{name}.cuda_runtime", plugin.cuda_runtime, runtime, plugin, pmeta)
+                cudnn = _first_spec(pins, "nvidia-cudnn-cu")
+                self.spec("jax", where, f"plugins.{name}.cudnn", plugin.cudnn, cudnn, plugin, src)
+                self.version("jax", where, f"plugins.{name}.cudnn_min", plugin.cudnn_min, lower_bound(cudnn), plugin, src)
+                runtime = pins.get(f"nvidia-cuda-runtime-cu{plugin.cuda_major}", pins.get("nvidia-cuda-runtime"))
+                self.spec("jax", where, f"plugins.{name}.cuda_runtime", plugin.cuda_runtime, runtime, plugin, src)
+                if pmeta is None:
+                    continue
                 if plugin.pjrt:
                     pjrt_table = _req_or_none(plugin.pjrt)
                     if pjrt_table is not None:
@@ -240,19 +305,67 @@ class _Verifier:
                                   str(got.specifier) if got is not None else None, plugin, pmeta)
 
 
-def verify(matrices, client: IndexClient, tables: Sequence[str] = TABLE_CHOICES) -> VerifyResult:
-    """Compare ``tables`` with the index; raises IndexUnavailable when the index cannot be read."""
+def verify(matrices, client: IndexClient, tables: Sequence[str] = TABLE_CHOICES,
+           workers: int = lazywheel.DEFAULT_WORKERS, total_timeout: Optional[float] = DEFAULT_TOTAL_TIMEOUT) -> VerifyResult:
+    """Compare ``tables`` with the index; raises IndexUnavailable when the index cannot be read.
+
+    Wheels without a PEP 658 file are first read concurrently (``workers`` at a time, all within
+    ``total_timeout`` seconds); a wheel not read in time is reported as not checked, with the reason.
+    """
     result = VerifyResult(index_urls=list(client.urls), tables=list(tables))
+    first = _Verifier(matrices, client, VerifyResult(index_urls=[], tables=[]), collect=True)
+    for t in tables:
+        getattr(first, t)()
+    lazywheel.prefetch(client, first.wanted, workers=workers, total_timeout=total_timeout)
     v = _Verifier(matrices, client, result)
     for t in tables:
         getattr(v, t)()
+    st = lazywheel.stats(client)
+    result.range_reads = {"wheels": st.wheels, "requests": st.requests, "bytes": st.bytes, "local_copies": st.local}
     return result
+
+
+def wheel_pythons(files, version: str) -> List[Tuple[int, int]]:
+    """CPython versions (free-threaded builds included) of the manylinux x86_64 wheels of ``version``."""
+    try:
+        want = Version(version)
+    except InvalidVersion:
+        return []
+    out = set()
+    for f in files:
+        if Version(f.version.public) == Version(want.public) and f.is_manylinux_x86_64 and not f.yanked:
+            out.update(f.cpython_versions())
+    return sorted(out)
+
+
+def same_meaning(a: Optional[str], b: Optional[str], universe: Iterable[Version] = ()) -> bool:
+    """Two specifiers admit the same versions among those either names and ``universe``."""
+    if same_spec(a, b):
+        return True
+    if a is None or b is None:
+        return False
+    try:
+        sa, sb = SpecifierSet(str(a).strip("() ")), SpecifierSet(str(b).strip("() "))
+    except InvalidSpecifier:
+        return False
+    probe = set(universe)
+    for spec in list(sa) + list(sb):
+        try:
+            probe.add(Version(spec.version.replace(".*", "")))
+        except InvalidVersion:
+            return False
+    return all(sa.contains(v, prereleases=True) == sb.contains(v, prereleases=True) for v in probe)
 
 
 def render_text(result: VerifyResult, strict: bool = False) -> str:
     lines = [f"index: {', '.join(result.index_urls)}",
              f"tables: {', '.join(result.tables)}; {result.releases_read} metadata files read, "
              f"{result.compared} values compared"]
+    rr = result.range_reads or {}
+    if rr.get("wheels") or rr.get("local_copies"):
+        lines.append(f"wheels without a metadata file: {rr.get('wheels', 0)} read with {rr.get('requests', 0)} HTTP "
+                     f"range requests ({rr.get('bytes', 0) / 1024:.0f} kB), {rr.get('local_copies', 0)} from local "
+                     "file:// copies")
     if result.disagreements:
         lines.append(f"{len(result.disagreements)} disagreement(s):")
         lines.extend("  " + d.line() for d in result.disagreements)

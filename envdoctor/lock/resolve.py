@@ -252,7 +252,8 @@ def torch_candidate(m: Any, release: Any, patch: str, variant: Any, platform: st
     note += "; the PyPI default build, no index line needed" if is_default else f"; from {variant.index_url}"
     cand.requirements.append(Requirement(text, note))
     if variant.kind == "cuda" and platform.startswith("linux"):
-        if variant.nvidia_pins and is_default and platform == "linux-x86_64":
+        # the PyPI default's pins: x86_64, and aarch64 where the data names the default a CUDA build (2.11+)
+        if variant.nvidia_pins and is_default and platform in ("linux-x86_64", "linux-aarch64"):
             cand.pins = _pin_names(variant.nvidia_pins)
         elif variant.cudnn and variant.cuda_major:
             cand.pins = {f"nvidia-cudnn-cu{variant.cuda_major}": f"=={variant.cudnn}"}
@@ -376,7 +377,8 @@ def enumerate_candidates(m: Any, name: str, c: Constraints) -> List[Candidate]:
                     out.append(torch_candidate(m, rel, patch, var, c.platform, c.companions))
     elif name == "tensorflow":
         for rel in sorted(m.tensorflow_releases, key=lambda r: Version(r.tested), reverse=True):
-            out.append(tf_candidate(m, rel, not c.cpu, c.platform, c.wsl))
+            for v in _sorted_desc(rel.versions):  # the tested release and the patch releases of the series
+                out.append(tf_candidate(m, rel.for_patch(v), not c.cpu, c.platform, c.wsl))
     elif name == "jax":
         for rel in sorted(m.jax_releases, key=lambda r: Version(r.version), reverse=True):
             if c.cpu:
@@ -755,7 +757,7 @@ def _known_versions(m: Any, name: str) -> List[str]:
     if name == "torch":
         vs = [p for r in m.pytorch_releases for p in r.patches]
     elif name == "tensorflow":
-        vs = [r.tested for r in m.tensorflow_releases]
+        vs = [v for r in m.tensorflow_releases for v in r.versions]
     else:
         vs = [r.version for r in m.jax_releases]
     return sorted(set(vs), key=Version)
