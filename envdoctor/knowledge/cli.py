@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional
 import click
 
 from envdoctor.errors import BadInput
-from envdoctor.options import Seconds
+from envdoctor.options import Count, Seconds
 
 TABLE_NAMES = ("cuda_driver", "gpus", "pytorch", "tensorflow", "jax", "cudnn", "incompatibilities")
 _NESTED = ("patch_rows", "variants", "plugins")
@@ -165,9 +165,9 @@ _timeout_option = click.option("--timeout", type=Seconds(0.1, 600), default=15.0
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
 @click.option("--strict", is_flag=True, help="Also fail (exit 1) when a covered release is not on the index.")
 @_timeout_option
-@click.option("--total-timeout", type=click.FloatRange(1, 3600), default=600.0, show_default=True,
+@click.option("--total-timeout", type=Seconds(1, 3600), default=600.0, show_default=True,
               help="Seconds all range reads of wheels without a metadata file may take together.")
-@click.option("--workers", type=click.IntRange(1, 32), default=8, show_default=True,
+@click.option("--workers", type=Count(1, 32), default=8, show_default=True,
               help="Wheels read at the same time (HTTP range requests).")
 @click.option("--cache-dir", metavar="DIR", help="Verify the tables as overlaid by the cache in DIR.")
 def verify_cmd(index_urls, tables: str, fmt: str, strict: bool, timeout: float, total_timeout: float, workers: int,
