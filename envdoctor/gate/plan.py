@@ -1526,6 +1526,7 @@ def locate(finding: Any, plan: Plan) -> List[Location]:
     """The input lines a finding is about: its evidence sources that name an input line (the gate sets each planned
     Framework's evidence source to ``file:line``), else the planned framework its subject names."""
     known = {str(r.loc): r.loc for r in plan.unit.requirements}
+    known.update({str(loc): loc for p in plan.problems for loc in p.locs if str(loc) not in known})  # requires-python
     out: List[Location] = []
     for ev in getattr(finding, "evidence", []) or []:
         loc = known.get(str(getattr(ev, "source", "")))

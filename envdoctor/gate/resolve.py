@@ -295,7 +295,8 @@ def _failure(out: Resolution, text: str) -> Resolution:
     names += [m.group(1) for m in _UV_NO_WHEELS.finditer(clean)]
     out.no_match = sorted({str(canonicalize_name(re.split(r"[=<>!~\[]", n)[0])) for n in names if n})
     conflict = "unsatisfiable" in clean or "ResolutionImpossible" in clean or "conflict" in clean.lower()
-    if not out.no_match and not conflict and _NET_ERROR.search(clean):
+    if _NET_ERROR.search(text) and (out.no_match or not conflict) and "matching Python" not in text:
+        # pip turns an index it cannot reach into "from versions: none": the index, not the target, is the cause
         out.status = "unreachable"
     else:
         out.status = "failed"
@@ -455,9 +456,11 @@ def plan_for_target(unit: InputUnit, snap, matrices, *, selected: Sequence[Tuple
         locs = _failure_locs(unit, reqs, res)
         kind = "resolve-no-match" if res.no_match else "resolve-conflict"
         base.problems = [p for p in base.problems if not (set(p.locs) & set(locs))]
-        for pkg in base.packages:
+        for pkg in base.packages:  # the install stops here: nothing of it is laid over the target
             pkg.installable = False
+            pkg.frameworks = []
             pkg.summary = (pkg.summary or pkg.name) + f" -- not installed: {res.tool} finds no solution"
+        base.installed = {}
         base.problems.append(Problem(kind, "error", (_by_loc(unit, locs[0]) or unit.path) if locs else unit.path,
                                      locs, {"tool": res.tool, "message": res.message, "packages": res.no_match,
                                             "target": where, "requirements": [(_by_loc(unit, x), str(x)) for x in locs],

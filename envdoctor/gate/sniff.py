@@ -19,7 +19,7 @@ from envdoctor.gate.inputs import KINDS, input_kind
 
 _TOML_TABLE = re.compile(r"^\s*\[{1,2}\s*[A-Za-z0-9_.\-\"']+\s*\]{1,2}\s*(#.*)?$", re.M)
 _YAML_TOP = re.compile(r"^(dependencies|channels)\s*:\s*(#.*)?$", re.M)
-_REQUIRES_PYTHON = re.compile(r"^\s*requires-python\s*=", re.M)
+_REQUIRES_PYTHON = re.compile(r"^[ \t]*requires-python[ \t]*=", re.M)
 
 
 def _toml(text: str) -> Optional[dict]:
@@ -95,7 +95,7 @@ def requires_python(path: str, kind: str, read=None) -> Optional[Tuple[str, int]
 
 
 def _in_project_table(text: str, pos: int) -> bool:
-    heads = [m for m in re.finditer(r"^\s*\[([^\[\]]+)\]\s*(#.*)?$", text[:pos], re.M)]
+    heads = [m for m in re.finditer(r"^[ \t]*\[([^\[\]]+)\][ \t]*(#.*)?$", text[:pos], re.M)]
     return bool(heads) and heads[-1].group(1).strip() == "project"
 
 
