@@ -443,7 +443,9 @@ def plan_for_target(unit: InputUnit, snap, matrices, *, selected: Sequence[Tuple
         res = resolve_unit(unit, reqs, python=python, platform=t.platform if not t.wsl else "wsl2",
                            glibc=getattr(snap.platform, "glibc", "") or "", env=env, pre=pre, selected=selected)
         if res is None:
-            why_offline = "no resolver (install envdoctor[resolve] for uv, or pip)"
+            off = (dict(os.environ if env is None else env).get("ENVDOCTOR_GATE_RESOLVER") or "").strip().lower()
+            why_offline = (f"ENVDOCTOR_GATE_RESOLVER={off}" if off in ("off", "none", "0", "offline")
+                           else "no resolver (install envdoctor[resolve] for uv, or pip)")
         elif res.status in ("unreachable", "error"):
             why_offline = f"{res.tool} could not resolve: {_first(res.message)}"
     if res is None or res.status in ("unreachable", "error"):
