@@ -295,6 +295,11 @@ def _failure(out: Resolution, text: str) -> Resolution:
     names += [m.group(1) for m in _UV_NO_WHEELS.finditer(clean)]
     out.no_match = sorted({str(canonicalize_name(re.split(r"[=<>!~\[]", n)[0])) for n in names if n})
     conflict = "unsatisfiable" in clean or "ResolutionImpossible" in clean or "conflict" in clean.lower()
+    if "building from source is disabled" in clean or "has no usable wheels" in clean:
+        # an sdist-only package: pip would build it; gate does not build (no code of the input runs), so this
+        # input is judged offline, and the package is named as what stopped the resolution
+        out.status = "needs-build"
+        return out
     if _NET_ERROR.search(text) and (out.no_match or not conflict) and "matching Python" not in text:
         # pip turns an index it cannot reach into "from versions: none": the index, not the target, is the cause
         out.status = "unreachable"
@@ -448,7 +453,10 @@ def plan_for_target(unit: InputUnit, snap, matrices, *, selected: Sequence[Tuple
                            else "no resolver (install envdoctor[resolve] for uv, or pip)")
         elif res.status in ("unreachable", "error"):
             why_offline = f"{res.tool} could not resolve: {_first(res.message)}"
-    if res is None or res.status in ("unreachable", "error"):
+        elif res.status == "needs-build":
+            why_offline = (f"{', '.join(res.no_match) or 'a package'} has only a source distribution; gate builds "
+                           f"nothing, so {res.tool} could not resolve")
+    if res is None or res.status in ("unreachable", "error", "needs-build"):
         base.resolver = f"offline ({why_offline}): versions from envdoctor's data"
         _offline_honesty(base, unit, selected)
         return base
