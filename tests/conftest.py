@@ -20,4 +20,6 @@ def _private_cache_dir(tmp_path_factory):
     """Every test run gets its own envdoctor cache, so a user's (or another checkout's) cache never changes a result."""
     if not os.environ.get("ENVDOCTOR_TEST_KEEP_CACHE"):
         os.environ["ENVDOCTOR_CACHE_DIR"] = str(tmp_path_factory.mktemp("envdoctor-cache"))
+    # gate asks a real resolver by default; tests judge offline unless they name one (tests/test_gate_resolve*.py)
+    os.environ.setdefault("ENVDOCTOR_GATE_RESOLVER", "off")
     yield

@@ -2,8 +2,9 @@
 
 It serves the simple repository API for the wheels it is given: a project page as PEP 691 JSON
 (``Accept: application/vnd.pypi.simple.v1+json``) or PEP 503 HTML, and a PEP 658 ``.metadata``
-file next to every wheel.  Wheels themselves are never served (a request for one is logged and
-answered 404, so a test can assert nothing was downloaded).
+file next to every wheel.  Wheels themselves are not served (a request for one is logged and
+answered 404, so a test can assert nothing was downloaded) unless ``serve_wheels=True``: then a small synthetic wheel
+holding only the recorded METADATA answers (for a resolver that reads METADATA from the wheel).
 
 The metadata comes from RECORDED real metadata (tests/fixtures/index, see SOURCES.toml):
 ``recorded/*.txt`` hold the Requires-Dist / Requires-Python lines read from the public index
@@ -30,6 +31,7 @@ import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
+from urllib.parse import quote, unquote
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
@@ -75,6 +77,40 @@ def all_recorded() -> Dict[str, str]:
             continue
         files[name] = p.read_text(encoding="utf-8")
     return files
+
+
+def report_metadata(path: Path) -> Dict[str, str]:
+    """``{wheel filename: METADATA text}`` from a recorded resolver report (recorded/*.json: name, version,
+    requires_python, requires_dist, provides_extra of each wheel, copied from pip's --report)."""
+    out: Dict[str, str] = {}
+    for item in json.loads(path.read_text(encoding="utf-8"))["install"]:
+        head = ["Metadata-Version: 2.1", f"Name: {item['name']}", f"Version: {item['version']}"]
+        if item.get("requires_python"):
+            head.append(f"Requires-Python: {item['requires_python']}")
+        head += [f"Provides-Extra: {x}" for x in item.get("provides_extra") or []]
+        head += [f"Requires-Dist: {x}" for x in item.get("requires_dist") or []]
+        out[item["filename"]] = "\n".join(head) + "\n"
+    return out
+
+
+def wheel_bytes(filename: str, metadata: str) -> bytes:
+    """A small synthetic wheel whose only content is its dist-info (METADATA = the recorded text), for resolvers that
+    read METADATA from the wheel itself (no PEP 658 file, or uv's range requests)."""
+    import io
+    import zipfile
+
+    name, version, _build, tags = parse_wheel_filename(filename)
+    stem = f"{str(name).replace('-', '_')}-{version}.dist-info"
+    tag_lines = "".join(f"Tag: {t}\n" for t in sorted(str(t) for t in tags))
+    files = {f"{stem}/METADATA": metadata,
+             f"{stem}/WHEEL": f"Wheel-Version: 1.0\nGenerator: envdoctor-tests\nRoot-Is-Purelib: true\n{tag_lines}"}
+    record = "".join(f"{k},,\n" for k in files) + f"{stem}/RECORD,,\n"
+    files[f"{stem}/RECORD"] = record
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for k, v in files.items():
+            zf.writestr(k, v)
+    return buf.getvalue()
 
 
 def future_torch() -> Dict[str, str]:
@@ -132,11 +168,12 @@ class FakeIndex:
     """
 
     def __init__(self, files: Dict[str, str], mode: str = "json", delay: float = 3.0,
-                 extra_files: Optional[List[str]] = None) -> None:
+                 extra_files: Optional[List[str]] = None, serve_wheels: bool = False) -> None:
         self.files = dict(files)  # wheel filename -> METADATA text
         self.extra_files = list(extra_files or [])  # listed, but no metadata file
         self.mode = mode
         self.delay = delay
+        self.serve_wheels = serve_wheels  # answer wheel requests with a synthetic wheel holding the METADATA
         self.requests: List[Tuple[str, str]] = []  # (path, Accept)
         self.ranges: Dict[str, List[Optional[str]]] = {}  # wheel path -> Range header of each request
         self.bytes_served = 0  # wheel bytes sent
@@ -170,7 +207,7 @@ class FakeIndex:
         if as_json:
             data = {"meta": {"api-version": "1.1"}, "name": project, "versions": [], "files": []}
             for fn, digest in entries:
-                item = {"filename": fn, "url": f"../../files/{fn}", "hashes": {}, "requires-python": None}
+                item = {"filename": fn, "url": f"../../files/{quote(fn)}", "hashes": {}, "requires-python": None}
                 if digest and not self.no_metadata:
                     item["core-metadata"] = {"sha256": digest}
                     item["dist-info-metadata"] = {"sha256": digest}
@@ -181,7 +218,7 @@ class FakeIndex:
             attrs = ""
             if digest and not self.no_metadata:
                 attrs = f' data-dist-info-metadata="sha256={digest}" data-core-metadata="sha256={digest}"'
-            rows.append(f'<a href="../../files/{html.escape(fn)}"{attrs}>{html.escape(fn)}</a><br/>')
+            rows.append(f'<a href="../../files/{html.escape(quote(fn))}"{attrs}>{html.escape(fn)}</a><br/>')
         body = "<!DOCTYPE html>\n<html><body>\n" + "\n".join(rows) + "\n</body></html>\n"
         return "text/html", body.encode()
 
@@ -215,6 +252,20 @@ class FakeIndex:
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout tests)
                     pass
 
+            def do_HEAD(self) -> None:  # noqa: N802 - uv asks before a range request; no ranges: it downloads
+                path = unquote(self.path.split("?", 1)[0])
+                parts = [p for p in path.split("/") if p]
+                if owner.serve_wheels and len(parts) == 2 and parts[0] == "files" and parts[1] in owner.files:
+                    owner.requests.append((self.path.split("?", 1)[0], "HEAD"))
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/octet-stream")
+                    self.send_header("Content-Length", str(len(wheel_bytes(parts[1], owner.files[parts[1]]))))
+                    self.end_headers()
+                    return
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
             def do_GET(self) -> None:  # noqa: N802
                 path = self.path.split("?", 1)[0]
                 accept = self.headers.get("Accept", "")
@@ -235,13 +286,17 @@ class FakeIndex:
                         return self._send(404, "text/plain", b"not found")
                     return self._send(200, got[0], got[1])
                 if len(parts) == 2 and parts[0] == "files" and parts[1].endswith(".metadata"):
-                    meta = owner.files.get(parts[1][: -len(".metadata")])
+                    meta = owner.files.get(unquote(parts[1])[: -len(".metadata")])
                     if meta is None or owner.no_metadata:
                         return self._send(404, "text/plain", b"not found")
                     return self._send(200, "application/octet-stream", meta.encode())
                 if len(parts) == 2 and parts[0] == "files" and parts[1].endswith(".whl") and \
                         owner.mode.startswith("lazy"):
-                    return self._wheel(parts[1])
+                    return self._wheel(unquote(parts[1]))
+                if (owner.serve_wheels and len(parts) == 2 and parts[0] == "files"
+                        and unquote(parts[1]) in owner.files):
+                    return self._send(200, "application/octet-stream",
+                                      wheel_bytes(unquote(parts[1]), owner.files[unquote(parts[1])]))
                 return self._send(404, "text/plain", b"not found")
 
             def _wheel(self, filename: str) -> None:

@@ -91,7 +91,7 @@ def test_pre_commit_hook_definition():
     hook = _hook()
     assert hook["entry"] == "envdoctor gate" and hook["language"] == "python"
     files = re.compile(hook["files"])
-    for name in ("requirements.txt", "requirements-torch-cuda.txt", "keras/requirements_cu121.txt", "pyproject.toml",
+    for name in ("requirements.txt", "requirements-torch-cuda.txt", "keras/requirements_cu121.txt", "requirements/pt2.txt", "pyproject.toml",
                  "sub/pyproject.toml", "environment.yml", "environment.yaml", "environment_gpu.yml"):
         assert files.search(name), name
     for name in ("README.md", "setup.py", "environment.yml.j2", "my-requirements.txt/x", "pyproject.toml.bak"):

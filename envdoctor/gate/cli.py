@@ -70,6 +70,10 @@ def _split_gpus(values) -> List[str]:
               help="pyproject / uv.lock: judge this optional-dependency extra (repeatable).")
 @click.option("--group", "groups", multiple=True, metavar="NAME",
               help="pyproject / uv.lock: judge this dependency group (repeatable).")
+@click.option("--offline", is_flag=True,
+              help="Do not ask a resolver (uv, else pip): plan from envdoctor's data only (also when no index answers).")
+@click.option("--kind", "kind", type=click.Choice(("requirements", "pyproject", "conda", "pylock", "uv.lock")),
+              help="Read every FILE as this kind (default: recognised by its content).")
 @click.option("--together", is_flag=True, help="Judge all FILEs as one install (default: each FILE on its own).")
 @click.option("--fresh", is_flag=True, help="Install into an empty environment (ignore what the target has installed).")
 @click.option("--pre", is_flag=True, help="Allow pre-releases, as pip --pre.")
@@ -80,8 +84,8 @@ def _split_gpus(values) -> List[str]:
 @click.option("-v", "--verbose", is_flag=True, help="Show infos and the evidence behind each finding.")
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically) instead of stdout.")
 @force_option
-def gate(files, snapshot_file, driver, gpus, python_opt, platform, cpu, root_dir, timeout, extras, groups, together,
-         fresh, pre, fmt, strict, only, skip, verbose, output, force_output):
+def gate(files, snapshot_file, driver, gpus, python_opt, platform, cpu, root_dir, timeout, extras, groups, offline, kind,
+         together, fresh, pre, fmt, strict, only, skip, verbose, output, force_output):
     """Stop a doomed install before the download: would the torch / tensorflow / jax builds that these
     requirements*.txt / pyproject.toml / environment.yml / pylock.toml / uv.lock files install work on the target?
 
@@ -97,7 +101,7 @@ def gate(files, snapshot_file, driver, gpus, python_opt, platform, cpu, root_dir
     result = run_gate(paths, snapshot_file=snapshot_file, driver=driver, gpus=_split_gpus(gpus), python_opt=python_opt,
                       platform=platform, cpu=cpu, root_dir=root_dir, timeout=timeout, extras=extras, groups=groups,
                       together=together, fresh=fresh, pre=pre, strict=strict, only=_split_ids(only),
-                      skip=_split_ids(skip), fmt=fmt)
+                      skip=_split_ids(skip), fmt=fmt, offline=offline, kind=kind)
     from envdoctor.cli import emit
     from envdoctor.gate.render import render
 
@@ -166,18 +170,22 @@ def build_target(matrices, *, snapshot_file, driver, gpus, python_opt, platform,
 
 def run_gate(paths: Sequence[str], *, snapshot_file=None, driver=None, gpus=(), python_opt=None, platform=None,
              cpu=False, root_dir=None, timeout=5.0, extras=(), groups=(), together=False, fresh=False, pre=False,
-             strict=False, only=(), skip=(), fmt="text", env=None):
+             strict=False, only=(), skip=(), fmt="text", env=None, offline=False, kind=None):
     """Read the inputs, build the target, plan and judge each input: a GateResult (BadInput for usage / input)."""
     from envdoctor import __version__
     from envdoctor.commands import prepare_judgement
     from envdoctor.errors import BadInput
     from envdoctor.gate.inputs import load_inputs
-    from envdoctor.gate.plan import judge, merge_units, plan_unit
+    from envdoctor.gate.plan import judge, merge_units
     from envdoctor.gate.render import GateResult, UnitResult, describe_target
 
     from packaging.utils import canonicalize_name
 
-    units, problems = load_inputs(paths, env=dict(os.environ) if env is None else env)
+    from envdoctor.gate.resolve import plan_for_target
+    from envdoctor.gate.sniff import sniff_kinds
+
+    environ = dict(os.environ) if env is None else env
+    units, problems = load_inputs(paths, env=environ, kinds=sniff_kinds(paths, kind))
     if problems:
         _input_problems(problems, fmt)
     selected = [("extra", canonicalize_name(x)) for x in extras] + [("group", canonicalize_name(g)) for g in groups]
@@ -195,7 +203,7 @@ def run_gate(paths: Sequence[str], *, snapshot_file=None, driver=None, gpus=(), 
         units = [merge_units(units)]
     results = []
     for unit in units:
-        plan = plan_unit(unit, snap, matrices, selected=selected, pre=pre)
+        plan = plan_for_target(unit, snap, matrices, selected=selected, pre=pre, offline=offline, env=environ)
         _over, located = judge(plan, snap, matrices, rules, fresh=fresh)
         results.append(UnitResult(plan, located))
     return GateResult(target=describe_target(snap, source), target_source=source, units=results, rules=rules,

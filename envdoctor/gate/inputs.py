@@ -146,12 +146,14 @@ def read_text_file(path: str) -> str:
 
 
 def load_inputs(paths: Sequence[str], env: Optional[Mapping[str, str]] = None,
-                read: Reader = read_text_file) -> Tuple[List[InputUnit], List[InputProblem]]:
-    """One InputUnit per named file (its includes folded in), and every problem found, each with file:line."""
+                read: Reader = read_text_file,
+                kinds: Optional[Mapping[str, str]] = None) -> Tuple[List[InputUnit], List[InputProblem]]:
+    """One InputUnit per named file (its includes folded in), and every problem found, each with file:line.
+    ``kinds``: the kind of each path (gate/sniff.py reads it from the content); by default from the name."""
     units: List[InputUnit] = []
     problems: List[InputProblem] = []
     for path in paths:
-        kind = input_kind(path)
+        kind = (kinds or {}).get(path) or input_kind(path)
         unit = InputUnit(path=path, kind=kind)
         try:
             text = read(path)

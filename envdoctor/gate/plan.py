@@ -428,6 +428,8 @@ class Plan:
     assumptions: List[str] = field(default_factory=list)
     installed: Dict[str, str] = field(default_factory=dict)  # distribution -> version the install leaves
     pins: Dict[str, List[Tuple[Any, ...]]] = field(default_factory=dict)  # package -> [(spec, owner, loc, Framework)]
+    resolver: str = ""  # how the versions were found: "uv 0.x for Python 3.10 on ..." or "offline: why"
+    not_judged: List[Tuple[str, str]] = field(default_factory=list)  # (input line, why it was not judged)
 
     @property
     def frameworks(self) -> List[Framework]:
@@ -457,6 +459,8 @@ class Plan:
             } for p in self.packages],
             "installed": dict(sorted(self.installed.items())),
             "assumptions": list(self.assumptions),
+            "resolver": self.resolver,
+            "not_judged": [{"location": loc, "why": why} for loc, why in self.not_judged],
         }
 
 
@@ -601,11 +605,35 @@ class _Planner:
                 failing = any(p.severity == "error" and set(p.locs) & set(pkg.locs) for p in self.plan.problems)
                 pkg.summary = f"{pkg.primary.raw if pkg.primary else pkg.name} (" + (
                     "cannot be installed" if failing else "not judged") + ")"
+        self.direct_references()
         for r in self.selected_requirements():
             for opt, value in r.ignored_options:
                 if opt in _INDEX_SPELLINGS and family_of(r) is not None:
                     self.problem("ignored-option", "warning", r.raw, [r], option=opt, value=value, requirement=r)
         return self.plan
+
+    # -- direct references (other than framework wheels, which the framework planners read) ------------------
+    def direct_references(self) -> None:
+        """A wheel URL / path is judged by its file name: Python, ABI and platform tags against the target, and a
+        ``+cuXYZ`` local version against the target's driver; an sdist / VCS / local reference is not judged, and
+        the plan says what building it needs."""
+        for r in self.selected_requirements():
+            if not r.url or family_of(r) is not None:
+                continue
+            if r.wheel_tags:
+                bad = wheel_tag_mismatch(r.wheel_tags, self.t)
+                if bad:
+                    self.problem("wheel-tags", "error", r.raw, [r], package=r.name, version=r.version or "",
+                                 url=r.url, tags=list(r.wheel_tags), why=bad)
+                    continue
+                label = (_v(r.version).local or "") if _v(r.version) is not None else ""
+                mm = re.match(r"^cu(\d+)(\d)$", label.split(".")[0])
+                if mm and self.cpu_only:
+                    self.plan.not_judged.append((str(r.loc), f"{r.raw}: a CUDA {mm.group(1)}.{mm.group(2)} build "
+                                                              f"({label}) on a target without an NVIDIA GPU: it installs, "
+                                                              f"its CUDA code cannot run"))
+                continue
+            self.plan.not_judged.append((str(r.loc), f"{r.raw}: {build_needs(r)}"))
 
     # -- generic choice ----------------------------------------------------------------------------
     def choose(self, cands: List[Dict[str, Any]], spec: SpecifierSet, srcs: Sources):
@@ -1333,6 +1361,19 @@ class _Planner:
             self.plan.problems[-1].locs = [loc for _, _, loc, _ in pins if loc is not None]
 
 
+def build_needs(r: InputRequirement) -> str:
+    """What installing a non-wheel direct reference takes (pip builds it from source)."""
+    from envdoctor.gate.indirect import indirect_row
+
+    what = "a VCS checkout" if re.match(r"^(git|hg|svn|bzr)\+", r.url or "") else (
+        "a local path" if not re.match(r"^[a-z]+://", r.url or "") or (r.url or "").startswith("file:") else "a source archive")
+    row = indirect_row(r.name)
+    cuda = " and the CUDA toolkit (nvcc) matching the installed torch" if row is not None and "CUDA" in row.get(
+        "constrains", "") else ""
+    return (f"{what}: pip builds it from source, which needs a C/C++ compiler{cuda} and its build dependencies; "
+            f"not judged (no wheel metadata to read)")
+
+
 def _split_pin(line: str) -> Tuple[Optional[str], str]:
     head = line.split(";", 1)[0].strip()
     mm = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*(.*)$", head)
@@ -1486,6 +1527,7 @@ def locate(finding: Any, plan: Plan) -> List[Location]:
     """The input lines a finding is about: its evidence sources that name an input line (the gate sets each planned
     Framework's evidence source to ``file:line``), else the planned framework its subject names."""
     known = {str(r.loc): r.loc for r in plan.unit.requirements}
+    known.update({str(loc): loc for p in plan.problems for loc in p.locs if str(loc) not in known})  # requires-python
     out: List[Location] = []
     for ev in getattr(finding, "evidence", []) or []:
         loc = known.get(str(getattr(ev, "source", "")))

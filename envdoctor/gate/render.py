@@ -83,13 +83,15 @@ def render_text(result: GateResult, verbose: bool = False, color: bool = False) 
         return click.style(text, fg=COLOR.get(sev)) if color else text
 
     lines = [f"envdoctor gate -- {result.target}",
-             f"(judged from envdoctor's compatibility data, collected {result.data_collected or '?'}; nothing was downloaded)"]
+             f"(judged with envdoctor's compatibility data, collected {result.data_collected or '?'}; nothing was installed)"]
     for w in result.data_warnings[:3]:
         lines.append(f"data warning: {w}")
     for u in result.units:
         plan = u.plan
         files = f" (+ {', '.join(plan.unit.files[1:])})" if len(plan.unit.files) > 1 else ""
         lines += ["", f"{u.path}{files}"]
+        if getattr(plan, "resolver", ""):
+            lines.append(f"  resolved by: {plan.resolver}")
         if plan.packages:
             lines.append("  what would be installed:")
             for pkg in plan.packages:
@@ -97,6 +99,9 @@ def render_text(result: GateResult, verbose: bool = False, color: bool = False) 
                 lines.append(f"    {where}: {pkg.summary or pkg.name}")
         else:
             lines.append("  no torch / tensorflow / jax package to judge")
+        if getattr(plan, "not_judged", None):
+            lines.append("  not judged:")
+            lines += [f"    - {loc}: {why}" for loc, why in plan.not_judged]
         assumed = plan.assumptions + [a for pkg in plan.packages for a in pkg.assumptions]
         if assumed:
             lines.append("  assumed:")

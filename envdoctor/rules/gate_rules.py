@@ -282,6 +282,19 @@ def framework_version_unknown(ctx, r):
 # ----------------------------------------------------------------------------------------------
 # ED803
 # ----------------------------------------------------------------------------------------------
+def _pinned_version(subject: str) -> str:
+    import re
+
+    mm = re.search(r"===?\s*([0-9][^\s,;]*)", subject or "")
+    return mm.group(1) if mm else "0"
+
+
+def _first_cause(message: str) -> str:
+    lines = [x.strip() for x in (message or "").splitlines() if x.strip()]
+    causes = [x[len("cause:"):].strip() for x in lines if x.startswith("cause:")] or lines[-1:]
+    return " ".join(causes)[:400]
+
+
 def _python_alternative(ctx, family: str, version: str, py) -> Optional[str]:
     m = ctx.matrices
     if m is None or py is None:
@@ -340,10 +353,29 @@ platform". The fix is a release that has wheels for the target, or the Python it
 def no_wheel_for_target(ctx, r):
     plan = _plan(ctx)
     out = []
-    for p in _problems(ctx, "no-wheel-python", "no-wheel-platform", "wheel-tags"):
+    for p in _problems(ctx, "no-wheel-python", "no-wheel-platform", "wheel-tags", "resolve-no-match", "requires-python"):
         f = p.facts
         ev = _line_evidence(plan, p)
         fix: List[str] = []
+        if p.kind == "resolve-no-match":  # the real resolver (envdoctor/gate/resolve.py) found no distribution
+            ev.append(EvidenceItem(f"{f.get('tool')} says", f.get("message", ""), "resolver"))
+            msg = (f"{p.subject}: no distribution of {f.get('package')} matches the target ({f.get('target')}): "
+                   f"{f.get('tool')} finds no solution (pip: \"No matching distribution found\").")
+            alt = _python_alternative(ctx, "tensorflow" if str(f.get("package", "")).startswith(("tensorflow", "tf-"))
+                                      else str(f.get("package", "")), _pinned_version(p.subject), plan.target.python)
+            fix += ([f"Pin {f.get('package')} {alt}, the nearest release with wheels for Python {plan.target.python_xy}, "
+                     f"or build the environment with a Python that release supports."] if alt else
+                    [f"Pin a release of {f.get('package')} that publishes wheels for Python {plan.target.python_xy} on "
+                     f"{plan.target.platform or 'this platform'}."])
+            out.append(r.finding(msg, evidence=ev, fix=fix, subject=p.subject, cause=f"gate-install:{p.subject}"))
+            continue
+        if p.kind == "requires-python":
+            ev.append(EvidenceItem("target Python", f"{f.get('python')} ({plan.target.python_from})", "target"))
+            msg = (f"{p.subject}: the project requires Python {f.get('python_spec')}; the target runs Python "
+                   f"{plan.target.python_xy}: pip and uv refuse to install it.")
+            fix += [f"Build the environment with a Python in {f.get('python_spec')}."]
+            out.append(r.finding(msg, evidence=ev, fix=fix, subject=p.subject, cause=f"gate-install:{p.subject}"))
+            continue
         if p.kind == "no-wheel-python":
             rel = f.get("release")
             ev.append(EvidenceItem(f"{f['package']} {getattr(rel, 'version', '')} wheels for Python", str(f.get("python_spec")),
@@ -393,11 +425,14 @@ an included file) make the whole install fail with ResolutionImpossible, even th
 def requirements_contradict(ctx, r):
     plan = _plan(ctx)
     out = []
-    for p in _problems(ctx, "contradict"):
+    for p in _problems(ctx, "contradict", "resolve-conflict"):
         reqs = p.facts.get("requirements") or []
         listed = ", ".join(f"{raw} ({loc})" for raw, loc in reqs)
         msg = (f"The requirements on {p.facts.get('package')} contradict each other: {listed} admit no common release: "
                f"pip fails with ResolutionImpossible.")
+        if p.kind == "resolve-conflict":
+            msg = (f"{p.facts.get('tool')} finds no set of versions for {p.facts.get('target')} that satisfies "
+                   f"{listed or 'the requirements'}: {_first_cause(p.facts.get('message', ''))}")
         out.append(r.finding(msg, evidence=_line_evidence(plan, p), subject=p.subject,
                              fix=[f"Keep one pin for {p.facts.get('package')} (or a range every line allows)."]))
     return out

@@ -1,0 +1,557 @@
+"""Ask a real resolver what an install would put on the *target*: ``uv pip compile`` (the ``envdoctor[resolve]``
+extra), else ``pip install --dry-run --report``, both told the target's Python and platform and allowed wheels only.
+
+    resolver_for(env)        uv (the ``uv`` package's binary, or ``uv`` on PATH) or pip (``python -m pip``), or None
+    resolve_unit(unit, ...)  -> Resolution: every package with its version, the index / file it comes from, its
+                                Requires-Dist (pip's report) or "via" parents (uv's annotations); or the failure
+    pinned_unit(...)         the input with each framework line pinned to what the resolver chose, for the planner
+
+The resolver reads a requirements file gate writes from the input (its own index options, -c constraints, the
+requirement lines as written, markers included, so the resolver evaluates them for the target) plus pip's
+configuration: pip reads its own; uv is given pip's index-url / extra-index-url / find-links (read with
+envdoctor.knowledge.index, never a host written here).  Direct wheel URLs, sdists, VCS and local paths are left out
+(the planner judges wheel tags; the others need a build).  Every command runs through envdoctor/subproc.py.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from packaging.utils import canonicalize_name
+
+from envdoctor.gate.inputs import InputRequirement, InputUnit
+
+DEFAULT_TIMEOUT = 180.0
+MANYLINUX_DEFAULT = "2_28"  # stated targets: the glibc of the manylinux_2_28 wheels torch and jaxlib publish
+_UV_MANYLINUX = {f"2_{n}" for n in (17, 28, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40)}
+_RESOLVED_KINDS = ("requirements", "pyproject")
+_NET_ERROR = re.compile(r"(error sending request|Failed to fetch|dns error|Connection refused|connection refused|"
+                        r"Could not fetch URL|NewConnectionError|Max retries exceeded|timed out|Network is unreachable|"
+                        r"Temporary failure in name resolution|Failed to download|Could not connect)", re.I)
+_NO_MATCH_PIP = re.compile(r"No matching distribution found for ([A-Za-z0-9][A-Za-z0-9._-]*)")
+_UV_NO_VERSION = re.compile(r"there (?:is|are) no versions? of ([A-Za-z0-9][A-Za-z0-9._-]*)")
+_UV_NO_WHEELS = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?(?:[=<>!~]{1,3}[0-9][0-9A-Za-z.*+]*)? "
+                           r"(?:has no (?:usable )?wheels|only has wheels)")
+
+
+@dataclass
+class ResolvedDist:
+    name: str
+    version: str
+    source: str = ""  # the index (uv) or the file URL (pip) it comes from
+    requires: List[str] = field(default_factory=list)  # Requires-Dist (pip's report)
+    via: List[str] = field(default_factory=list)  # parents (uv's annotations); "-r" = asked for by the input
+    requested: bool = False
+
+
+@dataclass
+class Resolution:
+    tool: str  # "uv" | "pip"
+    status: str  # ok | failed | unreachable | error
+    dists: Dict[str, ResolvedDist] = field(default_factory=dict)
+    message: str = ""  # the resolver's own words on a failure
+    no_match: List[str] = field(default_factory=list)  # packages with no distribution for the target
+    argv: List[str] = field(default_factory=list)
+    duration_s: float = 0.0
+    left_out: List[Tuple[InputRequirement, str]] = field(default_factory=list)  # lines not given to the resolver
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def parents(self, name: str) -> List[str]:
+        d = self.dists.get(name)
+        if d is None:
+            return []
+        if d.via:
+            return [v for v in d.via if v != "-r"]
+        return [n for n, other in self.dists.items() if any(_req_name(r) == name for r in other.requires)]
+
+    def roots_of(self, name: str) -> List[str]:
+        """The requested distributions that bring ``name`` in (itself when requested)."""
+        seen, out, todo = set(), [], [name]
+        while todo:
+            n = todo.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            d = self.dists.get(n)
+            if d is not None and d.requested:
+                out.append(n)
+            todo.extend(self.parents(n))
+        return sorted(out)
+
+
+def _req_name(text: str) -> str:
+    mm = re.match(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)", text or "")
+    return str(canonicalize_name(mm.group(1))) if mm else ""
+
+
+# --------------------------------------------------------------------------- which resolver
+
+
+def resolver_for(env: Mapping[str, str]) -> Optional[Tuple[str, List[str]]]:
+    """("uv", argv prefix) or ("pip", argv prefix), or None (``ENVDOCTOR_GATE_RESOLVER=off``, or neither found).
+    ``ENVDOCTOR_GATE_RESOLVER`` = auto (default: uv, else pip) | uv | pip | off."""
+    from envdoctor.subproc import Runner
+
+    pref = (env.get("ENVDOCTOR_GATE_RESOLVER") or "auto").strip().lower()
+    if pref in ("off", "none", "0", "offline"):
+        return None
+    if pref in ("auto", "uv"):
+        uv = None
+        try:
+            from uv import find_uv_bin  # type: ignore[import-not-found]
+
+            uv = find_uv_bin()
+        except Exception:  # noqa: BLE001 - the extra is not installed: uv on PATH, else pip
+            uv = Runner(env=dict(env)).which("uv")
+        if uv:
+            return "uv", [uv, "pip", "compile"]
+        if pref == "uv":
+            return None
+    import importlib.util
+
+    if importlib.util.find_spec("pip") is not None:
+        return "pip", [sys.executable, "-m", "pip"]
+    return None
+
+
+# --------------------------------------------------------------------------- the target, for the resolver
+
+
+def _glibc_tag(glibc: str) -> str:
+    mm = re.match(r"^(\d+)\.(\d+)", glibc or "")
+    tag = f"{mm.group(1)}_{mm.group(2)}" if mm else MANYLINUX_DEFAULT
+    if tag in _UV_MANYLINUX:
+        return tag
+    known = sorted(_UV_MANYLINUX, key=lambda t: int(t.split("_")[1]))
+    lower = [t for t in known if int(t.split("_")[1]) <= int(tag.split("_")[1])] if mm else []
+    return lower[-1] if lower else MANYLINUX_DEFAULT
+
+
+def uv_platform(platform: Optional[str], glibc: str = "") -> Optional[str]:
+    if platform in ("linux-x86_64", "wsl2", None):
+        return f"x86_64-manylinux_{_glibc_tag(glibc)}"
+    if platform == "linux-aarch64":
+        return f"aarch64-manylinux_{_glibc_tag(glibc)}"
+    return {"win-amd64": "x86_64-pc-windows-msvc", "macos-arm64": "aarch64-apple-darwin",
+            "macos-x86_64": "x86_64-apple-darwin"}.get(platform)
+
+
+def pip_platforms(platform: Optional[str], glibc: str = "") -> List[str]:
+    if platform in ("linux-x86_64", "wsl2", "linux-aarch64", None):
+        arch = "aarch64" if platform == "linux-aarch64" else "x86_64"
+        top = int(_glibc_tag(glibc).split("_")[1])
+        tags = [f"manylinux_2_{n}_{arch}" for n in range(top, 16, -1)]
+        return tags + [f"manylinux2014_{arch}"] + ([f"manylinux2010_{arch}", f"manylinux1_{arch}"] if arch == "x86_64"
+                                                   else []) + [f"linux_{arch}"]
+    if platform == "win-amd64":
+        return ["win_amd64"]
+    if platform == "macos-arm64":
+        return [f"macosx_{v}_0_arm64" for v in range(15, 10, -1)] + ["macosx_11_0_universal2"]
+    return []
+
+
+# --------------------------------------------------------------------------- what the resolver reads
+
+
+def _is_wheel_or_build(req: InputRequirement) -> Optional[str]:
+    if not req.url:
+        return None
+    if req.wheel_tags or req.url.lower().split("#", 1)[0].endswith(".whl"):
+        return "a direct wheel URL: judged by its file name's tags"
+    return "a source archive / VCS / local path: it has to be built (not given to the resolver)"
+
+
+def resolver_input(unit: InputUnit, reqs: Sequence[InputRequirement]) -> Tuple[str, str, List[Tuple[InputRequirement, str]]]:
+    """(requirements text, constraints text, lines left out with why) for the resolver."""
+    lines: List[str] = []
+    for o in unit.indexes:
+        if o.kind == "index-url":
+            lines.append(f"--index-url {o.url}")
+        elif o.kind == "extra-index-url" or (o.kind == "uv-index" and not o.explicit):
+            lines.append(f"--extra-index-url {o.url}")
+        elif o.kind == "find-links":
+            lines.append(f"--find-links {o.url}")
+        elif o.kind == "no-index":
+            lines.append("--no-index")
+    cons: List[str] = []
+    left: List[Tuple[InputRequirement, str]] = []
+    for r in reqs:
+        if r.conda:
+            continue
+        why = _is_wheel_or_build(r)
+        if why:
+            left.append((r, why))
+            continue
+        text = r.label + (f"; {r.marker}" if r.marker else "")
+        (cons if r.constraint else lines).append(text)
+    return "\n".join(lines) + "\n", "\n".join(cons) + ("\n" if cons else ""), left
+
+
+def _pip_config_args(env: Mapping[str, str]) -> List[str]:
+    """pip's configured indexes as uv options (uv does not read pip's configuration)."""
+    from envdoctor.knowledge.index import read_pip_config
+
+    try:
+        conf = read_pip_config(env)
+    except Exception:  # noqa: BLE001 - an unreadable pip configuration: uv's defaults
+        return []
+    out: List[str] = []
+    if "index-url" in conf and conf["index-url"][0].strip():
+        out += ["--default-index", conf["index-url"][0].split()[0]]
+    for url in (conf.get("extra-index-url", ("", ""))[0] or "").split():
+        out += ["--index", url]
+    for url in (conf.get("find-links", ("", ""))[0] or "").split():
+        out += ["--find-links", url]
+    return out
+
+
+# --------------------------------------------------------------------------- running it
+
+
+def resolve_unit(unit: InputUnit, reqs: Sequence[InputRequirement], *, python: str, platform: Optional[str],
+                 glibc: str = "", env: Optional[Mapping[str, str]] = None, pre: bool = False,
+                 selected: Sequence[Tuple[str, str]] = (), timeout: Optional[float] = None) -> Optional[Resolution]:
+    """What the resolver installs for ``reqs`` on the target (None: no resolver, or an input it does not read)."""
+    from envdoctor.subproc import Runner
+
+    environ = dict(os.environ if env is None else env)
+    found = resolver_for(environ)
+    if found is None or unit.kind not in _RESOLVED_KINDS:
+        return None
+    tool, prefix = found
+    limit = timeout or float(environ.get("ENVDOCTOR_GATE_RESOLVE_TIMEOUT") or DEFAULT_TIMEOUT)
+    text, cons, left = resolver_input(unit, reqs)
+    with tempfile.TemporaryDirectory(prefix="envdoctor-gate-") as tmp:
+        req_file = os.path.join(tmp, "requirements.in")
+        with open(req_file, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        cons_file = None
+        if cons:
+            cons_file = os.path.join(tmp, "constraints.txt")
+            with open(cons_file, "w", encoding="utf-8") as fh:
+                fh.write(cons)
+        if tool == "uv":
+            src = [req_file]
+            if unit.kind == "pyproject" and (unit.sources or any(o.kind == "uv-index" for o in unit.indexes)):
+                src = [os.path.abspath(unit.path)] + [f"--{k}={n}" for k, n in selected if k in ("extra", "group")]
+            argv = prefix + src + ["--python-version", python, "--no-build", "--no-header", "--emit-index-annotation",
+                                   "--no-config", "--no-python-downloads", "--python", sys.executable,
+                                   "--index-strategy", "unsafe-best-match" if unit.strategy == "pip" else "first-index"]
+            plat = uv_platform(platform, glibc)
+            if plat:
+                argv += ["--python-platform", plat]
+            if pre:
+                argv += ["--prerelease", "allow"]
+            if cons_file:
+                argv += ["-c", cons_file]
+            argv += _pip_config_args(environ)
+        else:
+            report = os.path.join(tmp, "report.json")
+            argv = prefix + ["install", "--dry-run", "--quiet", "--report", report, "--ignore-installed",
+                             "--only-binary=:all:", "--target", os.path.join(tmp, "target"), "--python-version", python,
+                             "--disable-pip-version-check", "--no-input", "-r", req_file]
+            for p in pip_platforms(platform, glibc):
+                argv += ["--platform", p]
+            if platform in ("linux-x86_64", "wsl2", "linux-aarch64", "win-amd64", "macos-arm64", None):
+                argv += ["--implementation", "cp"]
+            if pre:
+                argv.append("--pre")
+            if cons_file:
+                argv += ["-c", cons_file]
+        res = Runner(env=environ, timeout=limit).run(argv)
+        out = Resolution(tool=tool, status="ok", argv=list(argv), duration_s=res.duration_s, left_out=left)
+        if res.status in ("missing", "error"):
+            out.status, out.message = "error", res.reason
+            return out
+        if res.status == "timeout":
+            out.status, out.message = "unreachable", res.reason
+            return out
+        if res.status != "ok":
+            return _failure(out, (res.stderr or "") + "\n" + (res.stdout or ""))
+        if tool == "uv":
+            out.dists = parse_uv_output(res.stdout)
+        else:
+            try:
+                with open(report, encoding="utf-8") as fh:
+                    out.dists = parse_pip_report(json.load(fh))
+            except (OSError, ValueError) as exc:
+                out.status, out.message = "error", f"pip's report cannot be read: {exc}"
+        return out
+
+
+def _failure(out: Resolution, text: str) -> Resolution:
+    clean = "\n".join(line.rstrip() for line in text.splitlines() if line.strip() and not line.startswith("WARNING:"))
+    out.message = clean.strip()
+    names = [m.group(1) for m in _NO_MATCH_PIP.finditer(clean)]
+    names += [m.group(1) for m in _UV_NO_VERSION.finditer(clean)]
+    names += [m.group(1) for m in _UV_NO_WHEELS.finditer(clean)]
+    out.no_match = sorted({str(canonicalize_name(re.split(r"[=<>!~\[]", n)[0])) for n in names if n})
+    conflict = "unsatisfiable" in clean or "ResolutionImpossible" in clean or "conflict" in clean.lower()
+    if "building from source is disabled" in clean or "has no usable wheels" in clean:
+        # an sdist-only package: pip would build it; gate does not build (no code of the input runs), so this
+        # input is judged offline, and the package is named as what stopped the resolution
+        out.status = "needs-build"
+        return out
+    if _NET_ERROR.search(text) and (out.no_match or not conflict) and "matching Python" not in text:
+        # pip turns an index it cannot reach into "from versions: none": the index, not the target, is the cause
+        out.status = "unreachable"
+    else:
+        out.status = "failed"
+    return out
+
+
+def parse_uv_output(text: str) -> Dict[str, ResolvedDist]:
+    """``name==version`` lines with ``# via`` / ``# from`` annotations (uv pip compile, requirements.txt format)."""
+    dists: Dict[str, ResolvedDist] = {}
+    cur: Optional[ResolvedDist] = None
+    in_via = False
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        mm = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==(\S+)", line)
+        if mm:
+            cur = ResolvedDist(str(canonicalize_name(mm.group(1))), mm.group(2))
+            dists[cur.name] = cur
+            in_via = False
+            continue
+        if cur is None or not line.lstrip().startswith("#"):
+            continue
+        body = line.lstrip()[1:].strip()
+        if body.startswith("from "):
+            cur.source = body[5:].strip()
+            in_via = False
+        elif body == "via":
+            in_via = True
+        elif body.startswith("via "):
+            _add_via(cur, body[4:].strip())
+            in_via = False
+        elif in_via:
+            _add_via(cur, body)
+    return dists
+
+
+def _add_via(d: ResolvedDist, text: str) -> None:
+    if text.startswith(("-r ", "-c ")) or text.startswith("--override"):
+        d.requested = d.requested or text.startswith("-r ")
+        d.via.append("-r")
+        return
+    name = _req_name(text)
+    if name:
+        d.via.append(name)
+        if "(pyproject.toml)" in text or text.endswith(".toml"):
+            d.requested = True
+
+
+def parse_pip_report(report: dict) -> Dict[str, ResolvedDist]:
+    dists: Dict[str, ResolvedDist] = {}
+    for item in report.get("install") or []:
+        meta = item.get("metadata") or {}
+        name = str(canonicalize_name(str(meta.get("name", ""))))
+        if not name:
+            continue
+        dists[name] = ResolvedDist(name, str(meta.get("version", "")),
+                                   source=str((item.get("download_info") or {}).get("url", "")),
+                                   requires=list(meta.get("requires_dist") or []), requested=bool(item.get("requested")))
+    return dists
+
+
+# --------------------------------------------------------------------------- the resolved set, for the planner
+
+
+def pinned_unit(unit: InputUnit, reqs: Sequence[InputRequirement], resolution: Resolution, is_framework) -> InputUnit:
+    """A copy of the unit whose framework requirements are the resolver's choices (``name==version`` from the index
+    it came from), each at the input line that asked for it -- or, for one pulled in by another package (torch via
+    xformers), at the lines of the packages that bring it in."""
+    by_name: Dict[str, List[InputRequirement]] = {}
+    for r in reqs:
+        by_name.setdefault(r.name, []).append(r)
+    out = InputUnit(path=unit.path, kind=unit.kind, files=list(unit.files), indexes=list(unit.indexes),
+                    strategy="first-index", python=unit.python, channels=list(unit.channels), notes=list(unit.notes),
+                    extras=list(unit.extras), groups=list(unit.groups))
+    kept = [r for r in reqs if r.conda or (r.url and r.wheel_tags)]
+    out.requirements.extend(kept)
+    for name, d in sorted(resolution.dists.items()):
+        probe = InputRequirement(name=name, raw=name, loc=unit.requirements[0].loc if unit.requirements else None)
+        if not is_framework(probe):
+            continue
+        asked = [r for r in by_name.get(name, []) if not r.url]
+        if asked:
+            base = asked[0]
+            raw, loc, extras, group = base.raw, base.loc, tuple(sorted({x for r in asked for x in r.extras})), base.group
+        else:
+            roots = [r for n in resolution.roots_of(name) for r in by_name.get(n, [])]
+            if not roots:
+                continue
+            base = roots[0]
+            raw = f"{name}=={d.version} (required by {', '.join(sorted({r.name for r in roots}))})"
+            loc, extras, group = base.loc, (), base.group
+        out.requirements.append(InputRequirement(
+            name=name, raw=raw, loc=loc, extras=extras, specifier=f"=={d.version}", version=d.version,
+            index=d.source or None, group=group))
+    return out
+
+
+# --------------------------------------------------------------------------- one input, resolved or offline
+
+
+def _requirements_for(unit: InputUnit, selected: Sequence[Tuple[str, str]]) -> List[InputRequirement]:
+    """The requirements an install of this unit asks for: the chosen extras / groups (all but the conflicting ones
+    when none is chosen), markers left to the resolver."""
+    chosen = set(selected)
+    blocked = {g for group in unit.conflicts for g in group} if not chosen else set()
+    out = []
+    for r in unit.requirements:
+        if r.group and r.group[0] in ("extra", "group"):
+            if (chosen and r.group not in chosen) or (not chosen and r.group in blocked):
+                continue
+        out.append(r)
+    return out
+
+
+def _target_text(python: str, platform: Optional[str], glibc: str, tool: str) -> str:
+    plat = uv_platform(platform, glibc) if tool == "uv" else (pip_platforms(platform, glibc) or ["?"])[0]
+    return f"Python {python}, {platform or 'linux-x86_64'} ({plat})"
+
+
+def plan_for_target(unit: InputUnit, snap, matrices, *, selected: Sequence[Tuple[str, str]] = (), pre: bool = False,
+                    offline: bool = False, env: Optional[Mapping[str, str]] = None):
+    """The Plan of one input: what the resolver installs on the target (judged as the planner judges a lock file),
+    or, with ``offline`` / no resolver / no index reachable, the data-only planner's plan with what it could not
+    resolve listed as not judged."""
+    import time
+
+    from envdoctor.gate.plan import Problem, family_of, plan_unit
+
+    started = time.monotonic()
+    base = plan_unit(unit, snap, matrices, selected=selected, pre=pre)
+    _requires_python(base, unit)
+    t = base.target
+    python = t.python_xy if t.python is not None else ""
+    why_offline = ""
+    res: Optional[Resolution] = None
+    if offline:
+        why_offline = "--offline"
+    elif unit.kind not in _RESOLVED_KINDS:
+        why_offline = {"uv.lock": "a uv.lock states the versions", "pylock": "a pylock.toml states the versions",
+                       "conda": "conda's solver is not run"}.get(unit.kind, unit.kind)
+    elif not python:
+        why_offline = "the target's Python is not known (state --python 3.X)"
+    else:
+        reqs = _requirements_for(unit, selected)
+        res = resolve_unit(unit, reqs, python=python, platform=t.platform if not t.wsl else "wsl2",
+                           glibc=getattr(snap.platform, "glibc", "") or "", env=env, pre=pre, selected=selected)
+        if res is None:
+            off = (dict(os.environ if env is None else env).get("ENVDOCTOR_GATE_RESOLVER") or "").strip().lower()
+            why_offline = (f"ENVDOCTOR_GATE_RESOLVER={off}" if off in ("off", "none", "0", "offline")
+                           else "no resolver (install envdoctor[resolve] for uv, or pip)")
+        elif res.status in ("unreachable", "error"):
+            why_offline = f"{res.tool} could not resolve: {_first(res.message)}"
+        elif res.status == "needs-build":
+            why_offline = (f"{', '.join(res.no_match) or 'a package'} has only a source distribution; gate builds "
+                           f"nothing, so {res.tool} could not resolve")
+    if res is None or res.status in ("unreachable", "error", "needs-build"):
+        base.resolver = f"offline ({why_offline}): versions from envdoctor's data"
+        _offline_honesty(base, unit, selected)
+        return base
+    where = _target_text(python, t.platform, getattr(snap.platform, "glibc", "") or "", res.tool)
+    if res.status == "failed":
+        base.resolver = f"{res.tool} for {where}: resolution failed ({time.monotonic() - started:.1f} s)"
+        locs = _failure_locs(unit, reqs, res)
+        kind = "resolve-no-match" if res.no_match else "resolve-conflict"
+        base.problems = [p for p in base.problems if not (set(p.locs) & set(locs))]
+        for pkg in base.packages:  # the install stops here: nothing of it is laid over the target
+            pkg.installable = False
+            pkg.frameworks = []
+            pkg.summary = (pkg.summary or pkg.name) + f" -- not installed: {res.tool} finds no solution"
+        base.installed = {}
+        base.problems.append(Problem(kind, "error", (_by_loc(unit, locs[0]) or unit.path) if locs else unit.path,
+                                     locs, {"tool": res.tool, "message": res.message, "packages": res.no_match,
+                                            "target": where, "requirements": [(_by_loc(unit, x), str(x)) for x in locs],
+                                            "package": ", ".join(res.no_match) or "the requirements"}))
+        return base
+    pinned = pinned_unit(unit, reqs, res, lambda r: family_of(r) is not None)
+    plan = plan_unit(pinned, snap, matrices, selected=(), pre=True)
+    plan.unit = unit
+    plan.problems = [p for p in plan.problems if p.kind != "pins-unresolvable"]  # the resolver resolved them
+    plan.problems.extend(p for p in base.problems if p.kind == "requires-python")
+    for name, d in res.dists.items():
+        plan.installed[name] = d.version
+    plan.resolver = (f"{res.tool} for {where}: {len(res.dists)} packages resolved "
+                     f"({time.monotonic() - started:.1f} s)")
+    plan.not_judged.extend(base.not_judged)
+    for r, why in res.left_out:
+        if not any(loc == str(r.loc) for loc, _ in plan.not_judged) and not (r.url and r.wheel_tags):
+            plan.not_judged.append((str(r.loc), f"{r.raw}: {why}"))
+    return plan
+
+
+def _first(text: str) -> str:
+    lines = [x.strip() for x in (text or "").splitlines() if x.strip()]
+    return lines[0][:200] if lines else "no answer"
+
+
+def _by_loc(unit: InputUnit, loc) -> str:
+    return next((r.raw for r in unit.requirements if r.loc == loc), str(loc))
+
+
+def _failure_locs(unit: InputUnit, reqs: Sequence[InputRequirement], res: Resolution) -> list:
+    """The input lines a failed resolution is about: those naming a package the resolver found no distribution
+    for, else every line whose package the resolver's message names."""
+    names = set(res.no_match)
+    locs = [r.loc for r in reqs if r.name in names]
+    if not locs:
+        said = {str(canonicalize_name(w)) for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9._-]*", res.message)}
+        locs = [r.loc for r in reqs if r.name in said]
+    out = []
+    for x in locs:
+        if x not in out:
+            out.append(x)
+    return out
+
+
+def _requires_python(plan, unit: InputUnit) -> None:
+    """A project's requires-python that excludes the target Python: pip / uv refuse to install the project."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    from envdoctor.gate.inputs import Location
+    from envdoctor.gate.plan import Problem
+    from envdoctor.gate.sniff import requires_python
+
+    t = plan.target
+    got = requires_python(unit.path, unit.kind)
+    if got is None or t.python is None:
+        return
+    spec, line = got
+    try:
+        ok = SpecifierSet(spec).contains(t.python, prereleases=True)
+    except InvalidSpecifier:
+        return
+    if not ok:
+        plan.problems.append(Problem("requires-python", "error", f"requires-python = \"{spec}\"",
+                                     [Location(unit.path, line)],
+                                     {"package": "the project", "python_spec": spec, "python": str(t.python),
+                                      "kind": unit.kind}))
+
+
+def _offline_honesty(plan, unit: InputUnit, selected: Sequence[Tuple[str, str]]) -> None:
+    """Offline: a line whose package constrains a framework indirectly (xformers, triton ...) is unresolved."""
+    from envdoctor.gate.indirect import indirect_row
+
+    seen = {loc for loc, _ in plan.not_judged}
+    for r in _requirements_for(unit, selected):
+        row = indirect_row(r.name)
+        if row is None or str(r.loc) in seen:
+            continue
+        if plan.target.marker(r.marker) is False:
+            continue
+        plan.not_judged.append((str(r.loc), f"{r.raw}: not resolved offline: {row.get('why', '')}; the "
+                                            f"{row.get('constrains', 'framework')} it allows is not judged "
+                                            f"(run gate with an index reachable)"))
+        seen.add(str(r.loc))

@@ -1,0 +1,102 @@
+"""What kind of install input a file is, from its content (any name), and the project metadata gate compares with the
+target (``requires-python``).
+
+A file is recognised by what it holds, so ``pyproject-cuda.toml``, ``deps.in`` or ``env-gpu.yml`` are read as what
+they are; the name only breaks a tie (an empty file), and ``--kind`` overrides both:
+
+* TOML with ``lock-version`` and ``[[packages]]``: a PEP 751 ``pylock``;
+* TOML with an integer ``version`` and ``[[package]]``: a ``uv.lock``;
+* TOML with ``[project]``, ``[build-system]``, ``[dependency-groups]`` or ``[tool]``: a ``pyproject``;
+* a YAML mapping with a top-level ``dependencies:`` (or ``channels:``) key: a conda environment file;
+* anything else: a pip requirements file.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Optional, Tuple
+
+from envdoctor.gate.inputs import KINDS, input_kind
+
+_TOML_TABLE = re.compile(r"^\s*\[{1,2}\s*[A-Za-z0-9_.\-\"']+\s*\]{1,2}\s*(#.*)?$", re.M)
+_YAML_TOP = re.compile(r"^(dependencies|channels)\s*:\s*(#.*)?$", re.M)
+_REQUIRES_PYTHON = re.compile(r"^[ \t]*requires-python[ \t]*=", re.M)
+
+
+def _toml(text: str) -> Optional[dict]:
+    if not _TOML_TABLE.search(text) and not re.search(r"^\s*[A-Za-z0-9_\-]+\s*=", text, re.M):
+        return None
+    try:
+        try:
+            import tomllib  # type: ignore[import-not-found]
+        except ImportError:  # Python < 3.11
+            import tomli as tomllib  # type: ignore[no-redef]
+        return tomllib.loads(text)
+    except Exception:  # noqa: BLE001 - not TOML (or broken TOML: the name decides, the reader reports it)
+        return None
+
+
+def kind_of(path: str, text: str) -> str:
+    """requirements | pyproject | conda | pylock | uv.lock, from the content (the name when the content is silent)."""
+    data = _toml(text)
+    if data is not None:
+        if "lock-version" in data and isinstance(data.get("packages"), list):
+            return "pylock"
+        if isinstance(data.get("version"), int) and isinstance(data.get("package"), list):
+            return "uv.lock"
+        if any(k in data for k in ("project", "build-system", "dependency-groups", "tool")):
+            return "pyproject"
+    if _YAML_TOP.search(text):
+        return "conda"
+    by_name = input_kind(path)
+    if by_name != "requirements" and not text.strip():
+        return by_name
+    if by_name in ("pyproject", "pylock", "uv.lock") and data is None:
+        return by_name  # broken TOML under a TOML name: its reader says what is wrong, with the line
+    return "requirements"
+
+
+def sniff_kinds(paths, kind: Optional[str] = None, read=None) -> dict:
+    """{path: kind} for each path (``kind`` forces one; a file that cannot be read keeps its name's kind)."""
+    from envdoctor.gate.inputs import read_text_file
+
+    read = read or read_text_file
+    out = {}
+    for p in paths:
+        if kind:
+            out[p] = kind
+            continue
+        try:
+            out[p] = kind_of(p, read(p))
+        except (OSError, ValueError):
+            out[p] = input_kind(p)
+    return out
+
+
+def requires_python(path: str, kind: str, read=None) -> Optional[Tuple[str, int]]:
+    """(specifier, line) of a pyproject's ``[project] requires-python`` or a uv.lock / pylock's ``requires-python``."""
+    from envdoctor.gate.inputs import read_text_file
+
+    if kind not in ("pyproject", "uv.lock", "pylock"):
+        return None
+    try:
+        text = (read or read_text_file)(path)
+    except (OSError, ValueError):
+        return None
+    data = _toml(text) or {}
+    value: Any = (data.get("project") or {}).get("requires-python") if kind == "pyproject" else data.get("requires-python")
+    if not isinstance(value, str) or not value.strip():
+        return None
+    line = 0
+    for mm in _REQUIRES_PYTHON.finditer(text):
+        line = text.count("\n", 0, mm.start()) + 1
+        if kind != "pyproject" or _in_project_table(text, mm.start()):
+            break
+    return value.strip(), line
+
+
+def _in_project_table(text: str, pos: int) -> bool:
+    heads = [m for m in re.finditer(r"^[ \t]*\[([^\[\]]+)\][ \t]*(#.*)?$", text[:pos], re.M)]
+    return bool(heads) and heads[-1].group(1).strip() == "project"
+
+
+__all__ = ["KINDS", "kind_of", "sniff_kinds", "requires_python"]
