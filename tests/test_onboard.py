@@ -349,7 +349,8 @@ def test_without_yes_and_without_a_terminal_nothing_happens(fake, capsys):
     assert not fake.env.exists() and calls(fake) == []
 
 
-def test_usage_errors(fake, capsys):
+def test_usage_errors(fake, capsys, monkeypatch):
+    monkeypatch.chdir(fake.tmp)  # the default --env-dir is ./.venv: never the checkout's own venv
     assert onboard(capsys, *fake.args, "--conda", "x")[0] == 2
     rc, _, err = onboard(capsys, "--snapshot", str(fake.snap), "--frameworks", "paddle", "--dry-run")
     assert rc == 2 and "paddle" in err
