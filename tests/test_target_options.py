@@ -77,9 +77,9 @@ def test_a_driver_branch_means_its_first_release_and_says_so(capsys, given):
     rc, out, err = run(capsys, "lock", "--driver", given, "--gpu", "sm_90", "--python-version", "3.11", "--format", "json")
     assert rc == 0, err
     assert f"--driver {given} taken as {first}" in err
-    lock = json.loads(out)
+    lock = json.loads(out)["record"]
     rc2, out2, _ = run(capsys, "lock", "--driver", first, "--gpu", "sm_90", "--python-version", "3.11", "--format", "json")
-    full = json.loads(out2)
+    full = json.loads(out2)["record"]
     torch = next(p for p in lock["picks"] if p["framework"] == "torch")
     assert torch["cuda"].startswith("13.")  # not a silent fall back to a CUDA 12 build
     assert [p["requirement"] for p in lock["picks"]] == [p["requirement"] for p in full["picks"]]

@@ -14,7 +14,7 @@ from typing import List, Sequence
 
 import click
 
-from envdoctor.target_options import PLATFORM_CHOICES, target_options  # noqa: F401 - PLATFORM_CHOICES re-exported
+from envdoctor.target_options import PLATFORM_CHOICES, complete_rule_ids, target_options  # noqa: F401 - re-exported
 
 FORMATS = ("text", "json", "junit", "github")
 DISCOVER = (r"^pylock(\.[^.]+)?\.toml$", r"^uv\.lock$", r"^requirements[^/]*\.txt$", r"^environment\.ya?ml$",
@@ -67,8 +67,9 @@ def _split_gpus(values) -> List[str]:
 @click.option("--pre", is_flag=True, help="Allow pre-releases, as pip --pre.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too (JUnit: warnings are failures).")
-@click.option("--only", multiple=True, metavar="IDS", help="Run only these rules (IDs, prefixes like ED1, or names).")
-@click.option("--skip", multiple=True, metavar="IDS", help="Skip these rules.")
+@click.option("--only", multiple=True, metavar="IDS", shell_complete=complete_rule_ids,
+              help="Run only these rules (IDs, prefixes like ED1, or names).")
+@click.option("--skip", multiple=True, metavar="IDS", shell_complete=complete_rule_ids, help="Skip these rules.")
 @click.option("-v", "--verbose", is_flag=True, help="Show infos and the evidence behind each finding.")
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically) instead of stdout.")
 def gate(files, snapshot_file, python_opt, python_version, platform, driver, gpus, cuda, cpu, root_dir, timeout, extras, groups, together,
