@@ -119,16 +119,18 @@ def python_target(python_opt: Optional[str], python_version: Optional[str]) -> T
     from envdoctor.errors import BadInput
 
     path, version = python_opt, None
-    if python_opt and _PY_VERSION.match(python_opt):
+    deprecated = bool(python_opt and _PY_VERSION.match(python_opt))
+    if deprecated:
         path, version = None, _xy(python_opt)
-        click.echo(f"envdoctor: warning: --python {python_opt.strip()} is deprecated for a version; "
-                   f"use --python-version {version}", err=True)
     if python_version is not None:
         if not _PY_VERSION.match(python_version):
             raise BadInput(f"--python-version {python_version!r} is not a Python version (e.g. 3.11)")
         if version and version != _xy(python_version):
             raise BadInput(f"--python {python_opt} and --python-version {python_version} disagree")
         version = _xy(python_version)
+    if deprecated:  # after the checks: bad input stays one line
+        click.echo(f"envdoctor: warning: --python {python_opt.strip()} is deprecated for a version; "
+                   f"use --python-version {version}", err=True)
     return path, version
 
 
