@@ -542,10 +542,11 @@ class TorchChoice:
 
     def command(self, ctx) -> str:
         """The install line: torch with the torchvision / torchaudio that are installed, at the versions
-        that match this torch (the patch row of matrices/pytorch.toml), from the same index."""
-        from envdoctor.rules.builds import torch_install_cmd
+        that match this torch (the patch row of matrices/pytorch.toml), from the same index (whose builds carry its CUDA label)."""
+        from envdoctor.rules.builds import companion_pins
 
-        return torch_install_cmd(ctx, self.patch, self.variant)
+        pins = "".join(f" {name}=={v}" for name, v in companion_pins(ctx, self.patch))
+        return f"$ pip install torch=={self.patch}{pins} --index-url {self.variant.index_url}"
 
     def label(self) -> str:
         return f"torch {self.patch} {self.variant.name} (CUDA {self.variant.cuda})"
