@@ -161,7 +161,7 @@ def resolve_driver(m: Any, text: Optional[str], os_: str = "linux") -> Optional[
     if not _DRIVER.match(value):
         raise BadInput(f"--driver {text!r} is not a driver version (e.g. 535.104.05, or a branch: 580)")
     given = tuple(int(p) for p in value.split("."))
-    if len(given) >= 3 or (len(given) == 2 and given[0] < 400):
+    if len(given) >= 3:
         return value
     cands = sorted({v for v in known_drivers(m, os_) if tuple(Version(v).release[:len(given)]) == given},
                    key=Version)
