@@ -280,7 +280,9 @@ def test_ctrl_c_during_install_kills_pip_and_records_the_interruption(fake, caps
     st = state(fake)
     assert st["steps"]["create"]["status"] == "ok"
     assert st["steps"]["install"]["status"] == "interrupted"
-    time.sleep(0.1)
+    deadline = time.monotonic() + 10  # the kill was sent; how soon the process is gone depends on the load
+    while _alive(pip_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert not _alive(pip_pid)  # killed with its process group, not left running
     # the rerun (in-process, with the fake smoke) completes without making the venv again
     rc, _, err = onboard(capsys, *fake.args, "--yes")
