@@ -262,11 +262,13 @@ def test_killed_install_stops_naming_step_and_log_and_rerun_completes(fake, caps
 
 
 def test_ctrl_c_during_install_kills_pip_and_records_the_interruption(fake, capsys, tmp_path):
+    from tests.test_cli import _default_sigint
+
     fake.mode.write_text("hang")
     env = dict(os.environ)
     proc = subprocess.Popen([sys.executable, "-m", "envdoctor", "onboard", *fake.args, "--yes"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            cwd=str(Path(__file__).resolve().parent.parent))
+                            cwd=str(Path(__file__).resolve().parent.parent), preexec_fn=_default_sigint)
     deadline = time.monotonic() + 60
     while not fake.started.exists() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
