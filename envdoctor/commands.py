@@ -8,6 +8,7 @@ import textwrap
 import click
 
 from envdoctor.cli import emit, force_option, machine_options, obtain_snapshot, snapshot_dict
+from envdoctor.target_options import complete_rule_ids
 
 
 def _split_ids(values) -> list:
@@ -73,8 +74,9 @@ def use_color() -> bool:
 @click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown", "prometheus")), default="text",
               show_default=True)
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
-@click.option("--only", multiple=True, metavar="IDS", help="Run only these rules (IDs, prefixes like ED1, or names; comma-separated).")
-@click.option("--skip", multiple=True, metavar="IDS", help="Skip these rules.")
+@click.option("--only", multiple=True, metavar="IDS", shell_complete=complete_rule_ids,
+              help="Run only these rules (IDs, prefixes like ED1, or names; comma-separated).")
+@click.option("--skip", multiple=True, metavar="IDS", shell_complete=complete_rule_ids, help="Skip these rules.")
 @click.option("-v", "--verbose", is_flag=True, help="Show the evidence behind each finding.")
 @click.option("--no-redact", is_flag=True, help="Keep GPU UUIDs, host name, home directory and secret-looking values.")
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically) instead of stdout.")
@@ -156,7 +158,7 @@ def rules_cmd(fmt):
 
 
 @click.command()
-@click.argument("rule_id")
+@click.argument("rule_id", shell_complete=complete_rule_ids)
 def explain(rule_id):
     """Explain a rule: its rationale, an example and references."""
     from envdoctor.errors import BadInput

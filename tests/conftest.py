@@ -2,8 +2,20 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
 import pytest
+
+
+def pytest_configure(config):
+    # envdoctor's user cache (refreshed tables, the parsed form of the bundled ones) is per test run,
+    # so a cache left by another checkout or version never changes what the tests see; a test that
+    # needs its own sets ENVDOCTOR_CACHE_DIR itself. Set here, so that subprocesses inherit it too.
+    if "ENVDOCTOR_TEST_KEEP_CACHE" not in os.environ:
+        cache = tempfile.mkdtemp(prefix="envdoctor-test-cache-")
+        os.environ["ENVDOCTOR_CACHE_DIR"] = cache
+        config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 
 from tests.cli_run import one_line_error, run
 
-GATE_FACTS = ["--driver", "550.144.03", "--gpu", "sm_75", "--python", "3.10"]
+GATE_FACTS = ["--driver", "550.144.03", "--gpu", "sm_75", "--python-version", "3.10"]
 ROOT = os.geteuid() == 0 if hasattr(os, "geteuid") else False
 
 # input -> (file name, command line with {} for the file)

@@ -131,6 +131,14 @@ def test_no_color_when_piped():
     assert "\x1b[" not in run("check").stdout
 
 
+def _default_sigint():
+    """In the child: SIGINT as in a terminal. A suite started in the background (`sh -c '... &'`) hands its
+    children SIGINT ignored, and a Python started so never installs its Ctrl-C handler."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_exits_130_without_traceback(tmp_path):
     """SIGINT during a slow probe: one line, exit code 130 (the shell convention), no traceback."""
     import signal
@@ -138,13 +146,17 @@ def test_ctrl_c_exits_130_without_traceback(tmp_path):
 
     hang = tmp_path / "bin"
     hang.mkdir()
+    started = tmp_path / "nvcc-started"
     nvcc = hang / "nvcc"
-    nvcc.write_text("#!/bin/sh\nsleep 30\n")
+    nvcc.write_text(f"#!/bin/sh\ntouch {started}\nsleep 30\n")
     nvcc.chmod(0o755)
     env = dict(os.environ, PATH=f"{hang}:{os.environ['PATH']}")
     proc = subprocess.Popen([sys.executable, "-m", "envdoctor", "probe", "--timeout", "20"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(2.0)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
+    deadline = time.monotonic() + 60  # the probe is running (however slow the start-up): now press Ctrl-C
+    while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert started.exists(), proc.communicate(timeout=30)
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)

@@ -385,9 +385,9 @@ def cli(args, capsys):
 
 
 def test_cli_exit_codes_and_formats(capsys):
-    rc, out, err = cli(["gate", str(RISE), "--driver", "470.57.02", "--gpu", "Tesla V100-SXM2-16GB", "--python", "3.10"], capsys)
+    rc, out, err = cli(["gate", str(RISE), "--driver", "470.57.02", "--gpu", "Tesla V100-SXM2-16GB", "--python-version", "3.10"], capsys)
     assert rc == 1 and "requirements_cu121.txt:10: ED100" in out and "Traceback" not in err
-    rc, out, _ = cli(["gate", str(RISE), "--driver", "535.104.05", "--gpu", "sm_80", "--python", "3.10", "--format", "json"], capsys)
+    rc, out, _ = cli(["gate", str(RISE), "--driver", "535.104.05", "--gpu", "sm_80", "--python-version", "3.10", "--format", "json"], capsys)
     data = json.loads(out)
     assert rc == 0 and data["schema"] == "envdoctor-gate/1" and data["exit_code"] == 0
     assert data["inputs"][0]["packages"][0]["version"] == "2.3.0+cu121"
@@ -395,13 +395,13 @@ def test_cli_exit_codes_and_formats(capsys):
 
 
 def test_cli_strict_fails_on_warnings(capsys):
-    args = ["gate", str(KERAS_JAX), "--driver", "535.104.05", "--gpu", "sm_80", "--python", "3.10"]
+    args = ["gate", str(KERAS_JAX), "--driver", "535.104.05", "--gpu", "sm_80", "--python-version", "3.10"]
     assert cli(args, capsys)[0] == 0
     assert cli(args + ["--strict"], capsys)[0] == 1
 
 
 def test_github_annotations_point_at_the_line(capsys):
-    rc, out, _ = cli(["gate", str(RISE), "--driver", "470.57.02", "--gpu", "sm_70", "--python", "3.10",
+    rc, out, _ = cli(["gate", str(RISE), "--driver", "470.57.02", "--gpu", "sm_70", "--python-version", "3.10",
                       "--format", "github"], capsys)
     assert rc == 1
     first = out.splitlines()[0]
@@ -419,7 +419,7 @@ def test_github_annotation_escaping():
 
 def test_junit_report(capsys, tmp_path):
     out_file = tmp_path / "gate.xml"
-    rc, out, _ = cli(["gate", str(RISE), str(KERAS_CV), "--driver", "470.57.02", "--gpu", "sm_70", "--python", "3.10",
+    rc, out, _ = cli(["gate", str(RISE), str(KERAS_CV), "--driver", "470.57.02", "--gpu", "sm_70", "--python-version", "3.10",
                       "--format", "junit", "-o", str(out_file)], capsys)
     assert rc == 1 and out == ""
     root = ET.parse(out_file).getroot()
@@ -436,7 +436,7 @@ def test_junit_report(capsys, tmp_path):
 def test_each_file_alone_or_together(capsys, here):
     (here / "a.txt").write_text("torch==2.1.2\n")
     (here / "b.txt").write_text("tensorflow[and-cuda]==2.15.0\n")
-    target = ["--driver", "535.104.05", "--gpu", "sm_80", "--python", "3.10"]
+    target = ["--driver", "535.104.05", "--gpu", "sm_80", "--python-version", "3.10"]
     assert cli(["gate", "a.txt", "b.txt"] + target, capsys)[0] == 0
     rc, out, _ = cli(["gate", "a.txt", "b.txt", "--together"] + target, capsys)
     assert rc == 1 and "ED805" in out
@@ -478,7 +478,7 @@ def test_fixtures_are_never_modified(capsys, tmp_path):
     shutil.copytree(FIX, copy)
     before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in copy.rglob("*") if p.is_file()}
     inputs = [str(p) for p in copy.rglob("*") if p.is_file() and p.name != "SOURCES.toml" and "common" not in p.name]
-    for target in (["--cpu"], ["--driver", "470.57.02", "--gpu", "sm_70", "--python", "3.10"]):
+    for target in (["--cpu"], ["--driver", "470.57.02", "--gpu", "sm_70", "--python-version", "3.10"]):
         rc, _, err = cli(["gate", *inputs, *target, "--format", "json"], capsys)
         assert rc in (0, 1) and "Traceback" not in err
     assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in copy.rglob("*") if p.is_file()} == before
@@ -492,7 +492,7 @@ def test_no_input_found_is_a_usage_error(capsys, here):
 def test_discovers_inputs_in_the_current_folder(capsys, here):
     (here / "requirements-gpu.txt").write_text("torch==2.1.2+cu121\n")
     (here / "README.md").write_text("torch==2.1.2+cu121\n")
-    rc, out, _ = cli(["gate", "--cpu", "--python", "3.11"], capsys)
+    rc, out, _ = cli(["gate", "--cpu", "--python-version", "3.11"], capsys)
     assert rc == 1 and "requirements-gpu.txt:1: ED800" in out and "README" not in out
 
 

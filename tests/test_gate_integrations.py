@@ -111,10 +111,10 @@ def test_pre_commit_hook_command_line_runs(capsys):
     files = [f for f in (RISE, "keras-cv/requirements-torch-cuda.txt", "llava/pyproject.toml",
                          "neural-amp-modeler/environment_gpu.yml") if re.search(hook["files"], f)]
     assert len(files) == 4
-    args = ["--driver", "470.57.02", "--gpu", "sm_70", "--python", "3.10"]  # what a user puts in `args:`
+    args = ["--driver", "470.57.02", "--gpu", "sm_70", "--python-version", "3.10"]  # what a user puts in `args:`
     rc, out, err = cli(entry[1:] + hook.get("args", []) + args + files, capsys, cwd=FIX)
     assert rc == 1 and f"{RISE}:10: ED100" in out and "Traceback" not in err
-    rc, out, _ = cli(entry[1:] + ["--driver", "535.104.05", "--gpu", "sm_80", "--python", "3.10", RISE,
+    rc, out, _ = cli(entry[1:] + ["--driver", "535.104.05", "--gpu", "sm_80", "--python-version", "3.10", RISE,
                                   "keras-cv/requirements-torch-cuda.txt"], capsys, cwd=FIX)
     assert rc == 0
     # without args the hook judges the machine it runs on
@@ -139,7 +139,7 @@ def test_pre_commit_hook_runs_every_gate_rule_family(tmp_path, capsys, family, t
     (tmp_path / "requirements.txt").write_text(text)
     assert re.search(hook["files"], "requirements.txt")
     entry = shlex.split(hook["entry"])
-    rc, out, err = cli(entry[1:] + hook.get("args", []) + ["--driver", driver, "--gpu", "sm_75", "--python", "3.10",
+    rc, out, err = cli(entry[1:] + hook.get("args", []) + ["--driver", driver, "--gpu", "sm_75", "--python-version", "3.10",
                                                            "requirements.txt"], capsys, cwd=tmp_path)
     assert rc == 1 and f"requirements.txt:{text.count(chr(10))}: {rid}" in out, out
     assert "nothing stops this install" not in out and family_of(REGISTRY[rid]) == family
@@ -150,7 +150,7 @@ def test_pre_commit_hook_runs_the_installed_console_script():
     if exe is None:
         pytest.skip("the envdoctor console script is not on PATH")
     hook = _hook()
-    argv = shlex.split(hook["entry"]) + ["--cpu", "--python", "3.11", RISE]
+    argv = shlex.split(hook["entry"]) + ["--cpu", "--python-version", "3.11", RISE]
     p = subprocess.run(argv, cwd=str(FIX), capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "torch 2.3.0+cu121" in p.stdout

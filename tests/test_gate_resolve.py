@@ -15,7 +15,7 @@ from envdoctor.cli import cli as main
 from tests.index_server import FIX, FakeIndex, closed_port_url, recorded_metadata, report_metadata
 
 GATE_FIX = Path(__file__).parent / "fixtures" / "gate"
-PASCAL_470 = ["--driver", "470.82.01", "--gpu", "sm_61", "--python", "3.10"]
+PASCAL_470 = ["--driver", "470.82.01", "--gpu", "sm_61", "--python-version", "3.10"]
 
 
 def _has_uv() -> bool:
@@ -130,14 +130,14 @@ def test_with_pep_658_metadata_uv_downloads_no_wheel(tmp_path, index):
 
 def test_a_pyproject_under_another_name_is_read_by_content_and_its_requires_python_judged(tmp_path):
     src = GATE_FIX / "alphafold3" / "pyproject-cuda.toml"
-    r = CliRunner().invoke(main, ["gate", str(src), "--driver", "535.104.05", "--gpu", "sm_80", "--python", "3.11",
+    r = CliRunner().invoke(main, ["gate", str(src), "--driver", "535.104.05", "--gpu", "sm_80", "--python-version", "3.11",
                                   "--format", "json", "--offline"])
     assert r.exit_code == 1, r.output
     data = json.loads(r.output)
     assert data["inputs"][0]["kind"] == "pyproject"
     ed803 = [f for f in data["inputs"][0]["findings"] if f["id"] == "ED803" and "requires-python" in f["message"]]
     assert ed803 and ed803[0]["locations"] == [{"file": str(src), "line": 14}]
-    ok = CliRunner().invoke(main, ["gate", str(src), "--driver", "580.65.06", "--gpu", "sm_120", "--python", "3.12",
+    ok = CliRunner().invoke(main, ["gate", str(src), "--driver", "580.65.06", "--gpu", "sm_120", "--python-version", "3.12",
                                    "--format", "json", "--offline"])
     assert not [f for u in json.loads(ok.output)["inputs"] for f in u["findings"] if "requires-python" in f["message"]]
 
@@ -146,32 +146,32 @@ def test_kind_overrides_the_content(tmp_path):
     src = GATE_FIX / "alphafold3" / "pyproject-cuda.toml"
     from envdoctor.errors import BadInput
 
-    r = CliRunner().invoke(main, ["gate", str(src), "--cpu", "--python", "3.12", "--kind", "requirements", "--offline"])
+    r = CliRunner().invoke(main, ["gate", str(src), "--cpu", "--python-version", "3.12", "--kind", "requirements", "--offline"])
     assert isinstance(r.exception, BadInput) and "pyproject-cuda.toml:" in str(r.exception)  # read as pip's format
 
 
 def test_an_environment_file_with_any_name_is_read_as_conda(tmp_path):
     p = tmp_path / "deps-gpu.txt"
     p.write_text((GATE_FIX / "compvis-sd" / "environment.yaml").read_text())
-    r = CliRunner().invoke(main, ["gate", str(p), "--cpu", "--python", "3.10", "--format", "json", "--offline"])
+    r = CliRunner().invoke(main, ["gate", str(p), "--cpu", "--python-version", "3.10", "--format", "json", "--offline"])
     assert json.loads(r.output)["inputs"][0]["kind"] == "conda", r.output
 
 
 def test_direct_wheels_are_judged_by_their_tags(tmp_path):
     src = GATE_FIX / "text-generation-webui" / "requirements.txt"
-    r = CliRunner().invoke(main, ["gate", str(src), "--driver", "535.104.05", "--gpu", "sm_80", "--python", "3.11",
+    r = CliRunner().invoke(main, ["gate", str(src), "--driver", "535.104.05", "--gpu", "sm_80", "--python-version", "3.11",
                                   "--format", "json", "--offline"])
     data = json.loads(r.output)
     lines = sorted(x["line"] for f in data["inputs"][0]["findings"] if f["id"] == "ED803" for x in f["locations"])
     assert lines == [28, 30, 37, 41], data["inputs"][0]["findings"]  # the cp310 linux_x86_64 wheels; Windows ones skipped
-    ok = CliRunner().invoke(main, ["gate", str(src), "--driver", "535.104.05", "--gpu", "sm_80", "--python", "3.10",
+    ok = CliRunner().invoke(main, ["gate", str(src), "--driver", "535.104.05", "--gpu", "sm_80", "--python-version", "3.10",
                                    "--format", "json", "--offline"])
     assert ok.exit_code == 0, ok.output
 
 
 def test_a_vcs_reference_says_what_building_it_needs(tmp_path):
     src = GATE_FIX / "generative-models" / "requirements" / "pt2.txt"
-    r = CliRunner().invoke(main, ["gate", str(src), "--cpu", "--python", "3.10", "--format", "json", "--offline"])
+    r = CliRunner().invoke(main, ["gate", str(src), "--cpu", "--python-version", "3.10", "--format", "json", "--offline"])
     nj = json.loads(r.output)["inputs"][0]["not_judged"]
     vcs = [x for x in nj if x["location"].endswith(":3")]
     assert vcs and "VCS checkout" in vcs[0]["why"] and "compiler" in vcs[0]["why"]

@@ -21,10 +21,10 @@ from click.testing import CliRunner
 from envdoctor.cli import cli
 
 GATE_FIX = Path(__file__).parent / "fixtures" / "gate"
-TARGETS = {"pascal-470-py310": ["--driver", "470.82.01", "--gpu", "sm_61", "--python", "3.10"],
-           "a100-535-py311": ["--driver", "535.104.05", "--gpu", "sm_80", "--python", "3.11"],
-           "rtx5090-580-py312": ["--driver", "580.65.06", "--gpu", "sm_120", "--python", "3.12"],
-           "cpu-py311": ["--cpu", "--python", "3.11"]}
+TARGETS = {"pascal-470-py310": ["--driver", "470.82.01", "--gpu", "sm_61", "--python-version", "3.10"],
+           "a100-535-py311": ["--driver", "535.104.05", "--gpu", "sm_80", "--python-version", "3.11"],
+           "rtx5090-580-py312": ["--driver", "580.65.06", "--gpu", "sm_120", "--python-version", "3.12"],
+           "cpu-py311": ["--cpu", "--python-version", "3.11"]}
 EXPECTED = [
     ('keras/requirements-jax-cuda.txt', 'pascal-470-py310', 1, ['ED100@11']),
     ('keras/requirements-jax-cuda.txt', 'a100-535-py311', 0, []),

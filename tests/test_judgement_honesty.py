@@ -72,7 +72,7 @@ def _snapshot_file(tmp_path, snap, name="snap.json") -> Path:
 def test_gate_runs_its_own_rules_issue_repro(tmp_path, capsys):
     """The issue's repro: a +cu121 pin without the index that serves it is ED800, not "nothing stops this install"."""
     (tmp_path / "r.txt").write_text("torch==2.3.0+cu121\n")
-    rc, out, _ = cli(["gate", "r.txt", "--driver", "550.144.03", "--gpu", "sm_75", "--python", "3.10"], capsys,
+    rc, out, _ = cli(["gate", "r.txt", "--driver", "550.144.03", "--gpu", "sm_75", "--python-version", "3.10"], capsys,
                      cwd=tmp_path)
     assert rc == 1, out
     assert "r.txt:1: ED800" in out and "nothing stops this install" not in out
@@ -88,7 +88,7 @@ def test_gate_produces_a_finding_of_each_family(tmp_path, capsys, family, lines,
     from envdoctor.rules.engine import family_of
 
     (tmp_path / "requirements.txt").write_text(lines)
-    rc, out, _ = cli(["gate", "requirements.txt", "--driver", driver, "--gpu", "sm_75", "--python", "3.10",
+    rc, out, _ = cli(["gate", "requirements.txt", "--driver", driver, "--gpu", "sm_75", "--python-version", "3.10",
                       "--format", "json"], capsys, cwd=tmp_path)
     assert rc == 1 and want in ids(out), out
     assert family_of(REGISTRY[want]) == family
@@ -100,12 +100,12 @@ def test_each_command_refuses_rules_it_does_not_run(tmp_path, capsys):
     (tmp_path / "r.txt").write_text("torch==2.3.0\n")
     for args, family in ((["check", "--snapshot", snap, "--only", "ED8"], "gate rule"),
                          (["check", "--snapshot", snap, "--only", "ED701"], "smoke rule"),
-                         (["gate", tmp_path / "r.txt", "--cpu", "--python", "3.11", "--only", "ED7"], "smoke rule")):
+                         (["gate", tmp_path / "r.txt", "--cpu", "--python-version", "3.11", "--only", "ED7"], "smoke rule")):
         rc, out, err = cli(args, capsys)
         lines = [ln for ln in err.splitlines() if ln.strip()]
         assert rc == 2 and len(lines) == 1 and family in lines[0], (args, err)
     # and what a command runs can be narrowed to one family
-    rc, out, _ = cli(["gate", tmp_path / "r.txt", "--cpu", "--python", "3.11", "--only", "ED8", "--format", "json"],
+    rc, out, _ = cli(["gate", tmp_path / "r.txt", "--cpu", "--python-version", "3.11", "--only", "ED8", "--format", "json"],
                      capsys)
     assert rc == 0 and all(i.startswith("ED8") for i in ids(out))
 

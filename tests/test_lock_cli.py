@@ -231,7 +231,7 @@ def test_snapshot_with_cuda_line_caps_the_machine(capsys, m, tmp_path):
 
 
 def test_stated_gpu_by_name(capsys, m):
-    code, out, err = lock(capsys, "--gpu", "NVIDIA GeForce RTX 5090", "--driver", "575.51.03", "--python", "3.12")
+    code, out, err = lock(capsys, "--gpu", "NVIDIA GeForce RTX 5090", "--driver", "575.51.03", "--python-version", "3.12")
     assert code == 0, err
     var = assert_output_in_data(m, out, "requirements")["torch"][2]
     assert var.runs_on_cc("12.0") is True

@@ -145,7 +145,7 @@ def test_no_redact_keeps_everything(machine):
 
 
 def test_gate_every_format(machine):
-    argv = ["gate", str(machine.reqs), "--driver", "550.144.03", "--gpu", "sm_75", "--python", "3.10"]
+    argv = ["gate", str(machine.reqs), "--driver", "550.144.03", "--gpu", "sm_75", "--python-version", "3.10"]
     outputs(machine, argv, ["text", "json", "junit", "github"])
 
 

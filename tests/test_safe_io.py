@@ -20,7 +20,7 @@ from tests.cli_run import BOUND_S, one_line_error, run
 from tests.snapfactory import machine
 
 LOCK = ["lock", "--gpu", "sm_86", "--driver", "550.144.03", "--python-version", "3.11"]
-GATE_FACTS = ["--driver", "550.144.03", "--gpu", "sm_75", "--python", "3.10"]
+GATE_FACTS = ["--driver", "550.144.03", "--gpu", "sm_75", "--python-version", "3.10"]
 
 
 @pytest.fixture

@@ -320,7 +320,7 @@ def test_lock_uses_the_refreshed_cache(capsys, tmp_path, monkeypatch):
     """After a refresh, `envdoctor lock` picks the new release: no code change, only data."""
     root = tmp_path / "cache-root"
     monkeypatch.setenv("ENVDOCTOR_CACHE_DIR", str(root))
-    args = ["lock", "--cuda", "13.2", "--gpu", "sm_90", "--python", "3.12", "--platform", "linux-x86_64",
+    args = ["lock", "--cuda", "13.2", "--gpu", "sm_90", "--python-version", "3.12", "--platform", "linux-x86_64",
             "--format", "json"]
     code, out, err = run(capsys, *args)
     assert code == 0, err

@@ -10,16 +10,15 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Sequence
 
 import click
 
 from envdoctor.cli import force_option
 from envdoctor.options import Seconds
+from envdoctor.target_options import PLATFORM_CHOICES, complete_rule_ids, target_options  # noqa: F401 - re-exported
 
 FORMATS = ("text", "json", "junit", "github")
-PLATFORM_CHOICES = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64", "wsl2")
-_PY_VERSION = re.compile(r"^\s*3\.\d{1,2}(\.\d+)?\s*$")
 DISCOVER = (r"^pylock(\.[^.]+)?\.toml$", r"^uv\.lock$", r"^requirements[^/]*\.txt$", r"^environment\.ya?ml$",
             r"^pyproject\.toml$")
 
@@ -56,12 +55,7 @@ def _split_gpus(values) -> List[str]:
 @click.command(name="gate")
 @click.argument("files", nargs=-1, metavar="[FILE]...")
 @click.option("--snapshot", "snapshot_file", metavar="FILE", help="Target: a saved snapshot (envdoctor probe --format json).")
-@click.option("--driver", metavar="VER", help="Target: NVIDIA driver version (e.g. 535.104.05).")
-@click.option("--gpu", "gpus", multiple=True, metavar="sm_XX|NAME", help="Target: a GPU (repeatable; sm_80, 8.0 or a name).")
-@click.option("--python", "python_opt", metavar="3.X|PATH",
-              help="Target: a Python version (3.11), or an interpreter of this machine to probe (PATH).")
-@click.option("--platform", type=click.Choice(PLATFORM_CHOICES),
-              help="Target platform (default for stated facts: linux-x86_64).")
+@target_options
 @click.option("--cpu", is_flag=True, help="Target: a CPU-only machine (no NVIDIA driver or GPU).")
 @click.option("--root", "root_dir", metavar="DIR", help="Target: probe an image's root file system under DIR.")
 @click.option("--timeout", type=Seconds(0.1, 600), default=5.0, show_default=True,
@@ -79,18 +73,19 @@ def _split_gpus(values) -> List[str]:
 @click.option("--pre", is_flag=True, help="Allow pre-releases, as pip --pre.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too (JUnit: warnings are failures).")
-@click.option("--only", multiple=True, metavar="IDS", help="Run only these rules (IDs, prefixes like ED1, or names).")
-@click.option("--skip", multiple=True, metavar="IDS", help="Skip these rules.")
+@click.option("--only", multiple=True, metavar="IDS", shell_complete=complete_rule_ids,
+              help="Run only these rules (IDs, prefixes like ED1, or names).")
+@click.option("--skip", multiple=True, metavar="IDS", shell_complete=complete_rule_ids, help="Skip these rules.")
 @click.option("-v", "--verbose", is_flag=True, help="Show infos and the evidence behind each finding.")
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically) instead of stdout.")
 @force_option
-def gate(files, snapshot_file, driver, gpus, python_opt, platform, cpu, root_dir, timeout, extras, groups, offline, kind,
-         together, fresh, pre, fmt, strict, only, skip, verbose, output, force_output):
+def gate(files, snapshot_file, python_opt, python_version, platform, driver, gpus, cuda, cpu, root_dir, timeout, extras,
+         groups, offline, kind, together, fresh, pre, fmt, strict, only, skip, verbose, output, force_output):
     """Stop a doomed install before the download: would the torch / tensorflow / jax builds that these
     requirements*.txt / pyproject.toml / environment.yml / pylock.toml / uv.lock files install work on the target?
 
     The target is this machine (probed), a saved --snapshot, or stated facts
-    (--driver 535.104.05 --gpu sm_80 --python 3.11 --platform linux-x86_64, or --cpu).
+    (--driver 535.104.05 --gpu sm_80 --python-version 3.11 --platform linux-x86_64, --cuda 12.4, or --cpu).
     Exit 0 ok, 1 error (--strict: or warning), 2 usage or malformed input."""
     from envdoctor.errors import BadInput
 
@@ -98,7 +93,11 @@ def gate(files, snapshot_file, driver, gpus, python_opt, platform, cpu, root_dir
     if not paths:
         raise BadInput("no input files: name requirements*.txt, pyproject.toml, environment.yml, pylock.toml or uv.lock "
                        "files (none found in the current folder)")
-    result = run_gate(paths, snapshot_file=snapshot_file, driver=driver, gpus=_split_gpus(gpus), python_opt=python_opt,
+    from envdoctor.target_options import python_target
+
+    python_path, python_version = python_target(python_opt, python_version)
+    result = run_gate(paths, snapshot_file=snapshot_file, driver=driver, gpus=_split_gpus(gpus), python_opt=python_path,
+                      python_version=python_version, cuda=cuda,
                       platform=platform, cpu=cpu, root_dir=root_dir, timeout=timeout, extras=extras, groups=groups,
                       together=together, fresh=fresh, pre=pre, strict=strict, only=_split_ids(only),
                       skip=_split_ids(skip), fmt=fmt, offline=offline, kind=kind)
@@ -109,14 +108,6 @@ def gate(files, snapshot_file, driver, gpus, python_opt, platform, cpu, root_dir
     emit(render(result, fmt, verbose=verbose, color=color, workspace=os.environ.get("GITHUB_WORKSPACE")), output,
          force_output)
     sys.exit(result.exit_code)
-
-
-def _split_python(value: Optional[str]) -> Tuple[Optional[str], Optional[str]]:
-    if not value:
-        return None, None
-    if _PY_VERSION.match(value):
-        return None, value.strip()
-    return value, None
 
 
 def _input_problems(problems, fmt: str) -> None:
@@ -135,14 +126,23 @@ def _input_problems(problems, fmt: str) -> None:
     raise BadInput(lines[-1])
 
 
-def build_target(matrices, *, snapshot_file, driver, gpus, python_opt, platform, cpu, root_dir, timeout):
+def build_target(matrices, *, snapshot_file, driver, gpus, python_opt, platform, cpu, root_dir, timeout,
+                 python_version=None, cuda=None):
     """(snapshot, description of its source): a saved snapshot (stated facts override its parts), stated facts, or
     this machine probed (--python PATH / --root honoured)."""
     from envdoctor.errors import BadInput
     from envdoctor.gate.plan import stated_snapshot
+    from envdoctor.target_options import check_cuda, driver_os, python_target, resolve_driver
 
-    python_path, python_version = _split_python(python_opt)
-    stated = bool(driver or gpus or cpu or platform or python_version)
+    python_path, py_version = python_target(python_opt, None)  # run_gate's callers may still pass 3.X here
+    python_version = python_version or py_version
+    driver = resolve_driver(matrices, driver, driver_os(platform))
+    cuda = check_cuda(matrices, cuda)
+    if cuda and driver:
+        runs = matrices.max_cuda_for_driver(driver, driver_os(platform))
+        if runs and _newer(cuda, runs):
+            raise BadInput(f"--driver {driver} runs CUDA up to {runs}, older than --cuda {cuda}: they disagree")
+    stated = bool(driver or gpus or cpu or platform or python_version or cuda)
     try:
         if snapshot_file:
             if python_path or root_dir:
@@ -152,14 +152,14 @@ def build_target(matrices, *, snapshot_file, driver, gpus, python_opt, platform,
             snap = load_snapshot(snapshot_file)
             if stated:
                 snap = stated_snapshot(matrices, driver=driver, gpus=gpus, python=python_version, platform=platform,
-                                       cpu=cpu, base=snap)
+                                       cpu=cpu, base=snap, cuda=cuda)
             return snap, f"snapshot {snapshot_file}" + (" with stated facts" if stated else "")
         if stated:
             if python_path or root_dir:
-                raise BadInput("stated facts (--driver / --gpu / --cpu / --platform / --python 3.X) describe another "
-                               "machine: they cannot be combined with --python PATH or --root")
-            return (stated_snapshot(matrices, driver=driver, gpus=gpus, python=python_version, platform=platform, cpu=cpu),
-                    "stated facts")
+                raise BadInput("stated facts (--driver / --gpu / --cuda / --cpu / --platform / --python-version) "
+                               "describe another machine: they cannot be combined with --python PATH or --root")
+            return (stated_snapshot(matrices, driver=driver, gpus=gpus, python=python_version, platform=platform, cpu=cpu,
+                                    cuda=cuda), "stated facts")
     except ValueError as exc:
         raise BadInput(str(exc)) from None
     from envdoctor.cli import obtain_snapshot
@@ -168,9 +168,15 @@ def build_target(matrices, *, snapshot_file, driver, gpus, python_opt, platform,
     return snap, ("the image " + root_dir if root_dir else "this machine")
 
 
+def _newer(a: str, b: str) -> bool:
+    """Is CUDA line a (X.Y, or a major X) newer than X.Y line b?"""
+    ta, tb = tuple(int(x) for x in a.split(".")), tuple(int(x) for x in b.split("."))
+    return ta[:len(ta)] > tb[:len(ta)]
+
+
 def run_gate(paths: Sequence[str], *, snapshot_file=None, driver=None, gpus=(), python_opt=None, platform=None,
              cpu=False, root_dir=None, timeout=5.0, extras=(), groups=(), together=False, fresh=False, pre=False,
-             strict=False, only=(), skip=(), fmt="text", env=None, offline=False, kind=None):
+             strict=False, only=(), skip=(), fmt="text", env=None, offline=False, kind=None, python_version=None, cuda=None):
     """Read the inputs, build the target, plan and judge each input: a GateResult (BadInput for usage / input)."""
     from envdoctor import __version__
     from envdoctor.commands import prepare_judgement
@@ -198,7 +204,8 @@ def run_gate(paths: Sequence[str], *, snapshot_file=None, driver=None, gpus=(), 
     if matrices is None:
         raise BadInput("the compatibility data cannot be loaded: " + "; ".join(warnings))
     snap, source = build_target(matrices, snapshot_file=snapshot_file, driver=driver, gpus=gpus, python_opt=python_opt,
-                                platform=platform, cpu=cpu, root_dir=root_dir, timeout=timeout)
+                                platform=platform, cpu=cpu, root_dir=root_dir, timeout=timeout,
+                                python_version=python_version, cuda=cuda)
     if together and len(units) > 1:
         units = [merge_units(units)]
     results = []

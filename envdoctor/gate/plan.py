@@ -184,17 +184,18 @@ def resolve_gpu(matrices: Any, text: str) -> Tuple[str, str]:
 
 def stated_snapshot(matrices: Any, *, driver: Optional[str] = None, gpus: Sequence[str] = (),
                     python: Optional[str] = None, platform: Optional[str] = None, cpu: bool = False,
-                    base: Optional[Snapshot] = None) -> Snapshot:
+                    base: Optional[Snapshot] = None, cuda: Optional[str] = None) -> Snapshot:
     """A Snapshot from stated facts (over ``base`` when given: the stated facts replace its parts).
-    What is not stated stays unknown (probe status "skipped"), so rules stay silent about it."""
+    What is not stated stays unknown (probe status "skipped"), so rules stay silent about it.
+    ``cuda`` is the CUDA line the target's driver runs (as nvidia-smi's "CUDA Version")."""
     from envdoctor import __version__
 
-    if cpu and (driver or gpus):
-        raise ValueError("--cpu cannot be combined with --driver or --gpu (a CPU-only target has neither)")
+    if cpu and (driver or gpus or cuda):
+        raise ValueError("--cpu cannot be combined with --driver, --gpu or --cuda (a CPU-only target has none)")
     if driver is not None and _v(driver) is None:
         raise ValueError(f"--driver {driver!r} is not a driver version (e.g. 535.104.05)")
     if python is not None and (_v(python) is None or not re.match(r"^\s*3\.\d{1,2}(\.\d+)?\s*$", python)):
-        raise ValueError(f"--python {python!r} is neither an interpreter path nor a Python version (e.g. 3.11)")
+        raise ValueError(f"--python-version {python!r} is not a Python version (e.g. 3.11)")
     if platform is not None and platform not in _PLATFORM_FACTS:
         raise ValueError(f"--platform {platform!r}: one of {', '.join(TARGET_PLATFORMS)}")
     stated_all = base is None
@@ -212,19 +213,22 @@ def stated_snapshot(matrices: Any, *, driver: Optional[str] = None, gpus: Sequen
                                  evidence=[Evidence("stated:--platform", platform or "linux-x86_64 (default)")])
         snap.python.platform_tag = tag
         status("platform", True)
-    if gpus or driver is not None or cpu or stated_all:
+    if gpus or driver is not None or cuda is not None or cpu or stated_all:
         gpu_list = []
         for i, g in enumerate(gpus):
             name, cc = resolve_gpu(matrices, g)
             gpu_list.append(GPU(index=i, name=name, compute_capability=cc, source="nvml"))
-        if cpu or (driver is None and not gpu_list):
+        if cpu or (driver is None and cuda is None and not gpu_list):
             snap.driver = Driver(state="not_installed", nvml="missing", nvidia_smi="missing", source="stated",
                                  evidence=[Evidence("stated:--cpu" if cpu else "stated", "no NVIDIA driver")])
             snap.gpus = []
             status("nvidia", True)
-        elif driver is not None:
-            snap.driver = Driver(state="ok", version=driver.strip(), source="stated:--driver", nvml="ok", nvidia_smi="ok",
-                                 evidence=[Evidence("stated:--driver", driver.strip())])
+        elif driver is not None or cuda is not None:
+            snap.driver = Driver(state="ok", version=driver.strip() if driver else None, cuda_version=cuda,
+                                 source="stated:--driver" if driver else "stated:--cuda", nvml="ok", nvidia_smi="ok",
+                                 evidence=[Evidence("stated:--driver", driver.strip())] if driver else [])
+            if cuda is not None:
+                snap.driver.evidence.append(Evidence("stated:--cuda", cuda))
             if gpu_list or stated_all:
                 snap.gpus = gpu_list
             status("nvidia", True)

@@ -57,7 +57,9 @@ def describe_target(snap: Any, source: str) -> str:
         plat += f" (WSL{snap.platform.wsl})"
     d = snap.driver
     if d.state == "ok" and d.version:
-        driver = f"NVIDIA driver {d.version}"
+        driver = f"NVIDIA driver {d.version}" + (f" (CUDA {d.cuda_version})" if d.cuda_version else "")
+    elif d.state == "ok" and d.cuda_version:
+        driver = f"an NVIDIA driver that runs CUDA {d.cuda_version}"
     elif d.state in ("not_installed", "no_devices") and not snap.gpus:
         driver = "no NVIDIA driver"
     else:

@@ -2,7 +2,8 @@
 target (``requires-python``).
 
 A file is recognised by what it holds, so ``pyproject-cuda.toml``, ``deps.in`` or ``env-gpu.yml`` are read as what
-they are; the name only breaks a tie (an empty file), and ``--kind`` overrides both:
+they are; where the content names no kind, the file's name decides (an empty or broken file is read, and its
+problem reported, as what its name says), and ``--kind`` overrides both:
 
 * TOML with ``lock-version`` and ``[[packages]]``: a PEP 751 ``pylock``;
 * TOML with an integer ``version`` and ``[[package]]``: a ``uv.lock``;
@@ -47,12 +48,9 @@ def kind_of(path: str, text: str) -> str:
             return "pyproject"
     if _YAML_TOP.search(text):
         return "conda"
-    by_name = input_kind(path)
-    if by_name != "requirements" and not text.strip():
-        return by_name
-    if by_name in ("pyproject", "pylock", "uv.lock") and data is None:
-        return by_name  # broken TOML under a TOML name: its reader says what is wrong, with the line
-    return "requirements"
+    # the content named no kind: a file named like one kind (environment.yml, pyproject.toml, …) is read as that kind,
+    # so its own reader says what is wrong with it, with the line (broken TOML, refused YAML, an empty file)
+    return input_kind(path)
 
 
 def sniff_kinds(paths, kind: Optional[str] = None, read=None) -> dict:

@@ -14,6 +14,7 @@ import click
 
 from envdoctor.errors import BadInput
 from envdoctor.options import Count, Seconds
+from envdoctor.target_options import complete_table
 
 TABLE_NAMES = ("cuda_driver", "gpus", "pytorch", "tensorflow", "jax", "cudnn", "incompatibilities")
 _NESTED = ("patch_rows", "variants", "plugins")
@@ -114,7 +115,7 @@ def list_cmd(fmt: str, cache_dir: Optional[str]) -> None:
 
 
 @matrices.command(name="show")
-@click.argument("table")
+@click.argument("table", shell_complete=complete_table)
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
 @click.option("--cache-dir", metavar="DIR", help="Read refreshed tables from DIR instead of the default user cache.")
 def show_cmd(table: str, fmt: str, cache_dir: Optional[str]) -> None:

@@ -16,28 +16,24 @@ from typing import Any, Dict, List, Optional, Tuple
 import click
 
 from envdoctor.options import Seconds
+from envdoctor.target_options import PLATFORM_CHOICES, target_options
 
-PLATFORM_CHOICES = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64", "wsl2")
-_PY_VERSION = re.compile(r"^\s*3\.\d{1,2}(\.\d+)?\s*$")
 _CC_TEXT = re.compile(r"^\s*(?:(?:sm|compute)_\d{2,3}[af]?|\d{1,2}\.\d)\s*$", re.IGNORECASE)
 
 
+FW_EXAMPLES = {"torch": ("2.5.1", "2.5", ">=2.4,<2.6"), "tensorflow": ("2.16.1", "2.16", ">=2.15,<2.18"),
+               "jax": ("0.4.30", "0.4", ">=0.4.26,<0.5")}
+
+
 def _fw_option(name: str):
+    full, short, spec = FW_EXAMPLES[name]
     return click.option(f"--{name}", name, is_flag=False, flag_value="", default=None, metavar="[SPEC]",
-                        help=f"Put {name} in the environment; SPEC is a version (2.5.1, 2.5) or a PEP 440 specifier "
-                             f"(--{name}='>=2.4,<2.6'). Default: torch, plus what the target environment has installed.")
+                        help=f"Put {name} in the environment; SPEC is a version ({full}, {short}) or a PEP 440 specifier "
+                             f"(--{name}='{spec}'). Default: torch, plus what the target environment has installed.")
 
 
 @click.command(name="lock")
-@click.option("--cuda", metavar="X.Y", help="Target CUDA line: builds for CUDA X.Y or an older X.y (12 = any 12.x).")
-@click.option("--driver", metavar="VER", help="Target NVIDIA driver: builds it can run (minor-version compatibility).")
-@click.option("--gpu", "gpus", multiple=True, metavar="sm_XX|NAME",
-              help="A GPU the environment must run on (repeatable). Default: the probed / snapshot GPUs.")
-@click.option("--python", "python_opt", metavar="PATH|3.X",
-              help="Target Python: an interpreter to inspect (PATH) or a version (3.11, same as --python-version).")
-@click.option("--python-version", "python_version", metavar="3.X", help="Target Python version.")
-@click.option("--platform", "platform", type=click.Choice(PLATFORM_CHOICES),
-              help="Target platform (wsl2: Linux wheels, Windows driver). Default: the machine's; linux-x86_64 for a stated target.")
+@target_options
 @click.option("--cpu", is_flag=True, help="Lock a CPU-only environment (never chosen unless asked for).")
 @_fw_option("torch")
 @_fw_option("tensorflow")
@@ -60,11 +56,9 @@ def lock(cuda, driver, gpus, python_opt, python_version, platform, cpu, torch, t
     """Pin torch / tensorflow / jax builds that fit together and fit the machine (or --cuda / --driver / --snapshot):
     a requirements-cuda.txt for pip and uv, or an environment.yml for conda."""
     from envdoctor.errors import BadInput
+    from envdoctor.target_options import python_target
 
-    python_path, py_from_python = _split_python(python_opt)
-    if py_from_python and python_version and _xy(py_from_python) != _xy(python_version):
-        raise BadInput(f"--python {python_opt} and --python-version {python_version} disagree")
-    python_version = python_version or py_from_python
+    python_path, python_version = python_target(python_opt, python_version)
     fw_given = {"torch": torch, "tensorflow": tensorflow, "jax": jax}
     if check_file:
         if output or force:
@@ -78,6 +72,10 @@ def lock(cuda, driver, gpus, python_opt, python_version, platform, cpu, torch, t
     from envdoctor.knowledge import load_matrices
 
     m = load_matrices()
+    if driver:
+        from envdoctor.target_options import driver_os, resolve_driver
+
+        driver = resolve_driver(m, driver, driver_os(platform))
     target, machine = build_target(m, cuda=cuda, driver=driver, gpus=gpus, python_path=python_path,
                                    python_version=python_version, platform=platform, cpu=cpu, root_dir=root_dir,
                                    snapshot_file=snapshot_file, timeout=timeout, frameworks=fw_given,
@@ -117,15 +115,6 @@ def lock(cuda, driver, gpus, python_opt, python_version, platform, cpu, torch, t
 def _xy(version: str) -> str:
     parts = str(version).strip().split(".")
     return ".".join(parts[:2])
-
-
-def _split_python(value: Optional[str]) -> Tuple[Optional[str], Optional[str]]:
-    """--python PATH|3.X -> (interpreter path, version)."""
-    if not value:
-        return None, None
-    if _PY_VERSION.match(value):
-        return None, _xy(value)
-    return value, None
 
 
 def _given(cuda, driver, gpus, python_version, platform) -> Dict[str, bool]:

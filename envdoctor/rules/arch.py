@@ -135,7 +135,7 @@ def _torch_fix(ctx, build: CudaBuild, all_ccs: List[str], cc: str) -> Tuple[List
         note = (f" No newer torch release publishes a wheel with kernels for {_sm(cc)}; "
                 f"the newest that does is torch {ch.patch} {ch.variant.name}.")
     fixes.append(f"Install {ch.label()}, whose kernels cover {', '.join(_sm(c) for c in all_ccs)}:")
-    fixes.append(ch.command())
+    fixes.append(ch.command(ctx))
     if needs_driver and m is not None:
         floor = m.mvc_floor(ch.variant.cuda_major or 0, df.os) if ch.variant.cuda_major else None
         if floor:

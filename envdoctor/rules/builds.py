@@ -83,21 +83,20 @@ def torch_cuda_variant(ctx, version: str):
     return max(good, key=lambda v: parse_version(v.cuda))
 
 
-def _companions(ctx, torch_version: str, label: str) -> List[str]:
-    """'torchvision==0.17.2+cu121' ... for the companions that are installed, from the release's patch row."""
+def companion_pins(ctx, torch_version: str) -> List[Tuple[str, str]]:
+    """(name, version) of the installed torchvision / torchaudio that match this torch (the release's patch row)."""
     m = ctx.matrices
     rel = m.torch_release(torch_version) if m is not None else None
     row = rel.patch(torch_version) if rel is not None else None
-    out = []
     if row is None:
-        return out
-    for name in ("torchvision", "torchaudio"):
-        if ctx.framework(name) is None:
-            continue
-        v = getattr(row, name, None)
-        if v:
-            out.append(f'"{name}=={v}{label}"')
-    return out
+        return []
+    return [(name, getattr(row, name)) for name in ("torchvision", "torchaudio")
+            if ctx.framework(name) is not None and getattr(row, name, None)]
+
+
+def _companions(ctx, torch_version: str, label: str) -> List[str]:
+    """'torchvision==0.17.2+cu121' ... for the companions that are installed, from the release's patch row."""
+    return [f'"{name}=={v}{label}"' for name, v in companion_pins(ctx, torch_version)]
 
 
 def torch_install_cmd(ctx, torch_version: str, variant) -> str:

@@ -540,8 +540,13 @@ class TorchChoice:
     variant: object
     patch: str
 
-    def command(self) -> str:
-        return f"$ pip install torch=={self.patch} --index-url {self.variant.index_url}"
+    def command(self, ctx) -> str:
+        """The install line: torch with the torchvision / torchaudio that are installed, at the versions
+        that match this torch (the patch row of matrices/pytorch.toml), from the same index (whose builds carry its CUDA label)."""
+        from envdoctor.rules.builds import companion_pins
+
+        pins = "".join(f" {name}=={v}" for name, v in companion_pins(ctx, self.patch))
+        return f"$ pip install torch=={self.patch}{pins} --index-url {self.variant.index_url}"
 
     def label(self) -> str:
         return f"torch {self.patch} {self.variant.name} (CUDA {self.variant.cuda})"
@@ -668,7 +673,7 @@ def _alternative(ctx, build: CudaBuild, df: DriverFacts, vis: Visible) -> Tuple[
         if ch is not None:
             fixes.append(f"or install a torch build for CUDA {ch.variant.cuda_major}.x, which this driver runs: "
                          f"{ch.label()}:")
-            fixes.append(ch.command())
+            fixes.append(ch.command(ctx))
             ev.append(EvidenceItem(f"torch {ch.release.version} {ch.variant.name}", f"CUDA {ch.variant.cuda}",
                                    row_source(m, ch.variant)))
     elif build.family == "tensorflow":
@@ -816,7 +821,7 @@ def driver_too_old(ctx, r):
                 ch = torch_choice(ctx, b.fw, fits)
                 if ch is not None:
                     fixes.append(f"or install {ch.label()}, which has native kernels for this GPU:")
-                    fixes.append(ch.command())
+                    fixes.append(ch.command(ctx))
             if presumed:
                 msg += " (The arch list is presumed by envdoctor's data, not read from the build.)"
             out.append(r.finding(msg, severity="info" if presumed else "warning", evidence=ev, fix=fixes,

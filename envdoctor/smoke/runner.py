@@ -15,6 +15,7 @@ import signal as _signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -26,6 +27,13 @@ PROGRAMS = Path(__file__).with_name("programs")
 MARKER = "@@ENVDOCTOR-SMOKE@@ "
 COMPUTE_STEPS = ("matmul", "conv", "mixed_precision", "compile")
 TAIL_LINES = 15
+# Seconds a program may take to exit once every step ran, counted from its last step and on top of
+# the steps' budget. Measured on 2 shared cores, torch / tensorflow / jax in parallel: 0.6-4.5 s from
+# the last step to the exit (3 runs); a program still exiting this long after its last step really
+# hangs in its exit (its stacks are dumped before the kill).
+SHUTDOWN_GRACE = 60.0
+DUMP_SIGNAL = "SIGUSR1"  # asks a program for a stack dump (faulthandler) just before it is killed
+DUMP_WAIT = 0.5  # seconds the dump gets before the kill
 
 # stderr lines worth keeping whatever happened: they often say why a GPU is not used
 NOTE_NEEDLES = (
@@ -80,7 +88,8 @@ def _excerpt(text: str) -> List[str]:
     first lines (the innermost frames come first) -- or, without a dump, the last lines."""
     lines = [ln.rstrip() for ln in text.splitlines()]
     for i, ln in enumerate(lines):
-        if ln.startswith("Fatal Python error") or re.match(r"Timeout \(\d+:\d\d:\d\d", ln):
+        if ln.startswith("Fatal Python error") or re.match(r"Timeout \(\d+:\d\d:\d\d", ln) \
+                or re.match(r"(Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):", ln):
             before = [x[:400] for x in lines[:i] if x.strip()][-4:]
             dump = [x[:400] for x in lines[i:] if x.strip()]
             return before + dump[:14]
@@ -100,11 +109,16 @@ def _notes(text: str) -> List[str]:
 
 
 def assemble(framework: str, steps: Sequence[Tuple[str, str]], events: Sequence[Dict[str, Any]], res: CmdResult,
-             timeout: float, require_gpu: bool = False, started: Optional[float] = None) -> FrameworkResult:
-    """A FrameworkResult from the program's events and how its process ended (pure; no process)."""
+             timeout: float, require_gpu: bool = False, started: Optional[float] = None,
+             shutdown_grace: float = SHUTDOWN_GRACE) -> FrameworkResult:
+    """A FrameworkResult from the program's events and how its process ended (pure; no process).
+
+    timeout is the steps' budget; a program that ran every step and was then killed hung while
+    exiting for longer than shutdown_grace."""
     ended: Dict[Tuple[str, str], Dict[str, Any]] = {}
     begun: Dict[Tuple[str, str], float] = {}
     hello = done = False
+    done_t: Optional[float] = None
     for ev in events:
         kind = ev.get("event")
         key = (str(ev.get("step", "")), str(ev.get("device") or ""))
@@ -116,6 +130,7 @@ def assemble(framework: str, steps: Sequence[Tuple[str, str]], events: Sequence[
             hello = True
         elif kind == "done":
             done = True
+            done_t = ev.get("_t")
     fr = FrameworkResult(name=framework, returncode=res.returncode, duration_ms=round(res.duration_s * 1000.0, 1),
                          stderr_tail=_tail(res.stderr), notes=_notes(res.stderr))
     rc = res.returncode
@@ -123,6 +138,8 @@ def assemble(framework: str, steps: Sequence[Tuple[str, str]], events: Sequence[
         kind, fr.outcome = "timeout", f"timeout after {timeout:g} s (killed)"
         if "cancelled" in res.reason:
             fr.outcome = "cancelled (killed)"
+        elif done:
+            fr.outcome = f"still exiting {shutdown_grace:g} s after its last step (killed)"
     elif rc is not None and rc < 0:
         fr.signal = -rc
         kind, fr.outcome = "crashed", f"crashed (signal {-rc}, {_signal_name(-rc)})"
@@ -171,9 +188,14 @@ def assemble(framework: str, steps: Sequence[Tuple[str, str]], events: Sequence[
             step.detail = "a GPU is required (--require-gpu) but there is none: " + step.detail
         fr.steps.append(step)
     if done and kind != "ok":
-        how = {"timeout": f"hung and was killed after {timeout:g} s", "exit": f"ended with {fr.outcome}"}.get(kind, fr.outcome)
+        how = {"timeout": f"hung while exiting: it was killed {shutdown_grace:g} s after its last step",
+               "exit": f"ended with {fr.outcome} while exiting"}.get(kind, f"{fr.outcome} while exiting")
+        if "cancelled" in res.reason:
+            how = "was cancelled while exiting"
         shutdown = StepResult(step="shutdown", status="timeout" if kind == "timeout" else "crashed",
-                              detail=f"every step ran, then the process {how} while exiting" + ("\n" + tail if tail else ""))
+                              detail=f"every step ran, then the process {how}" + ("\n" + tail if tail else ""))
+        if end_t is not None and done_t:
+            shutdown.duration_ms = round(max(0.0, end_t - float(done_t)) * 1000.0, 1)
         fr.steps.append(shutdown)
     counted = [s.status for s in fr.steps if s.status in BAD or s.status == "ok"]
     fr.status = max(counted, key=lambda s: RANK[s], default="ok")
@@ -186,12 +208,19 @@ def _verb(status: str) -> str:
 
 def run_framework(python: str, framework: str, *, timeout: float = DEFAULT_TIMEOUT, bench: bool = False,
                   require_gpu: bool = False, env: Optional[Mapping[str, str]] = None,
-                  on_event: Optional[EventFn] = None, cancel: Optional[threading.Event] = None) -> FrameworkResult:
-    """Run one framework's program in `python` and collect its result."""
+                  on_event: Optional[EventFn] = None, cancel: Optional[threading.Event] = None,
+                  shutdown_grace: float = SHUTDOWN_GRACE) -> FrameworkResult:
+    """Run one framework's program in `python` and collect its result.
+
+    The steps get `timeout` seconds from the start; once the program says every step ran, its exit
+    gets `shutdown_grace` seconds more (so a run whose steps end near the budget is not taken for
+    a hang at exit). Before a hung program is killed it is asked for a stack dump."""
     steps = plan(framework, bench)
-    config = {"framework": framework, "steps": [list(s) for s in steps], "timeout": timeout}
+    config = {"framework": framework, "steps": [list(s) for s in steps], "timeout": timeout,
+              "shutdown_grace": shutdown_grace, "dump_signal": DUMP_SIGNAL}
     events: List[Dict[str, Any]] = []
     lock = threading.Lock()
+    seen: Dict[str, Any] = {"pid": None, "done": None}
 
     def on_line(line: str) -> None:
         at = line.find(MARKER)
@@ -206,19 +235,69 @@ def run_framework(python: str, framework: str, *, timeout: float = DEFAULT_TIMEO
         ev["_t"] = time.monotonic()
         with lock:
             events.append(ev)
+            if ev.get("event") == "hello" and isinstance(ev.get("pid"), int):
+                seen["pid"] = ev["pid"]
+            elif ev.get("event") == "done":
+                seen["done"] = ev["_t"]
         if on_event is not None:
             on_event(framework, ev)
 
     runner = Runner(env=dict(env if env is not None else os.environ), timeout=timeout)
     started = time.monotonic()
-    res = runner.run([python, "-c", program_source(framework), json.dumps(config)], timeout=timeout,
-                     env=child_env(runner.env), on_stdout_line=on_line, cancel=cancel)
+    stop, finished = threading.Event(), threading.Event()
+    why: List[str] = []
+
+    def watch() -> None:
+        while not finished.wait(0.05):
+            with lock:
+                pid, done_at = seen["pid"], seen["done"]
+            now = time.monotonic()
+            if cancel is not None and cancel.is_set():
+                why.append("cancel")
+            elif done_at is None and now >= started + timeout:
+                why.append("budget")
+            elif done_at is not None and now >= done_at + shutdown_grace:
+                why.append("shutdown")
+            else:
+                continue
+            if why[0] != "cancel" and pid:
+                _ask_for_dump(pid)
+                finished.wait(DUMP_WAIT)
+            stop.set()
+            return
+
+    watcher = threading.Thread(target=watch, name=f"smoke-watch-{framework}", daemon=True)
+    watcher.start()
+    try:
+        # the Runner's own limit is only a backstop: the watcher kills first
+        res = runner.run([python, "-c", program_source(framework), json.dumps(config)],
+                         timeout=timeout + shutdown_grace + 10 * DUMP_WAIT + 5, env=child_env(runner.env),
+                         on_stdout_line=on_line, cancel=stop)
+    finally:
+        finished.set()
+        watcher.join()
+    if res.status == "timeout" and why and why[0] != "cancel":
+        res = replace(res, reason=f"{python}: no answer within {timeout:g} s (killed)" if why[0] == "budget"
+                      else f"{python}: still exiting {shutdown_grace:g} s after its last step (killed)")
     with lock:
         got = list(events)
-    fr = assemble(framework, steps, got, res, timeout, require_gpu, started)
+    fr = assemble(framework, steps, got, res, timeout, require_gpu, started, shutdown_grace)
     if on_event is not None:
         on_event(framework, {"event": "finished", "result": fr})
     return fr
+
+
+def _ask_for_dump(pid: int) -> None:
+    """Ask the program (its faulthandler) to write every thread's stack to stderr."""
+    num = getattr(_signal, DUMP_SIGNAL, None)
+    if num is None:
+        return
+    try:
+        if os.getpgid(pid) == os.getpgrp():
+            return  # not a program of ours (each runs in its own session)
+        os.kill(pid, num)
+    except OSError:
+        pass
 
 
 def target_snapshot(python: Optional[str], env: Optional[Mapping[str, str]] = None, probe_timeout: float = 10.0):
@@ -249,14 +328,15 @@ def installed_frameworks(snapshot) -> Dict[str, Any]:
 def run_smoke(snapshot=None, python: Optional[str] = None, frameworks: Optional[Sequence[str]] = None,
               timeout: float = DEFAULT_TIMEOUT, bench: bool = False, require_gpu: bool = False,
               env: Optional[Mapping[str, str]] = None, on_event: Optional[EventFn] = None,
-              cancel: Optional[threading.Event] = None) -> SmokeRun:
+              cancel: Optional[threading.Event] = None, shutdown_grace: float = SHUTDOWN_GRACE) -> SmokeRun:
     """Smoke-test the frameworks of a Python environment.
 
     snapshot: a probed snapshot (its python part tells the interpreter and what is installed);
       None probes the environment of `python` (or the active venv/conda env, or this interpreter).
     frameworks: names to test (each is run even if the probe did not see it installed: the import
       step then says what is wrong); None tests every torch / tensorflow / jax / cupy installed.
-    timeout: seconds each framework's program may take in all (hard: the process group is killed).
+    timeout: seconds each framework's program may take for its steps (hard: the process group is
+      killed); its exit then gets SHUTDOWN_GRACE seconds more.
     """
     for name in frameworks or ():
         if name not in FRAMEWORKS:
@@ -281,7 +361,8 @@ def run_smoke(snapshot=None, python: Optional[str] = None, frameworks: Optional[
     cancel = cancel or threading.Event()
     with ThreadPoolExecutor(max_workers=len(wanted), thread_name_prefix="smoke") as pool:
         futures = [pool.submit(run_framework, interpreter, name, timeout=timeout, bench=bench,
-                               require_gpu=require_gpu, env=env, on_event=on_event, cancel=cancel)
+                               require_gpu=require_gpu, env=env, on_event=on_event, cancel=cancel,
+                               shutdown_grace=shutdown_grace)
                    for name in wanted]
         try:
             results = [f.result() for f in futures]

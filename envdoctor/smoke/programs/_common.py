@@ -31,6 +31,7 @@ import math  # noqa: E402
 import os  # noqa: E402
 import random  # noqa: E402
 import shutil  # noqa: E402
+import signal  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
 import warnings  # noqa: E402
@@ -298,13 +299,24 @@ class Smoke(object):
 def main(steps, framework):
     config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
     faulthandler.enable(all_threads=True)  # a crash leaves its Python traceback on stderr
+    dump_signal = getattr(signal, config.get("dump_signal") or "", None)
     timeout = float(config.get("timeout") or 0)
-    if timeout > 0:
-        # shortly before envdoctor kills a hung run, dump where every thread is stuck
-        margin = max(0.2, min(2.0, timeout * 0.1))
-        faulthandler.dump_traceback_later(max(0.1, timeout - margin), exit=False)
+    if dump_signal is not None:
+        # envdoctor sends this signal before it kills a hung run (in a step or while exiting):
+        # every thread's stack goes to stderr, whenever the hang happens
+        faulthandler.register(dump_signal, all_threads=True)
+    elif timeout > 0:
+        _dump_before(timeout)  # no such signal here: dump shortly before envdoctor's kill
     smoke = Smoke(config)
     smoke.emit({"event": "hello", "framework": framework, "pid": os.getpid(), "python": sys.version.split()[0],
                 "executable": sys.executable})
     smoke.run(steps)
-    faulthandler.cancel_dump_traceback_later()
+    grace = float(config.get("shutdown_grace") or 0)
+    if dump_signal is None and grace > 0:
+        faulthandler.cancel_dump_traceback_later()
+        _dump_before(grace)  # the exit gets its own allowance, counted from the last step
+
+
+def _dump_before(seconds):
+    margin = max(0.2, min(2.0, seconds * 0.1))
+    faulthandler.dump_traceback_later(max(0.1, seconds - margin), exit=False)
