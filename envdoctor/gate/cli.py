@@ -15,8 +15,8 @@ from typing import List, Optional, Sequence, Tuple
 import click
 
 from envdoctor.cli import force_option
+from envdoctor.formats.registry import format_option
 
-FORMATS = ("text", "json", "junit", "github")
 PLATFORM_CHOICES = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64", "wsl2")
 _PY_VERSION = re.compile(r"^\s*3\.\d{1,2}(\.\d+)?\s*$")
 DISCOVER = (r"^pylock(\.[^.]+)?\.toml$", r"^uv\.lock$", r"^requirements[^/]*\.txt$", r"^environment\.ya?ml$",
@@ -72,7 +72,7 @@ def _split_gpus(values) -> List[str]:
 @click.option("--together", is_flag=True, help="Judge all FILEs as one install (default: each FILE on its own).")
 @click.option("--fresh", is_flag=True, help="Install into an empty environment (ignore what the target has installed).")
 @click.option("--pre", is_flag=True, help="Allow pre-releases, as pip --pre.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@format_option()
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too (JUnit: warnings are failures).")
 @click.option("--only", multiple=True, metavar="IDS", help="Run only these rules (IDs, prefixes like ED1, or names).")
 @click.option("--skip", multiple=True, metavar="IDS", help="Skip these rules.")
@@ -98,9 +98,10 @@ def gate(files, snapshot_file, driver, gpus, python_opt, platform, cpu, root_dir
                       together=together, fresh=fresh, pre=pre, strict=strict, only=_split_ids(only),
                       skip=_split_ids(skip), fmt=fmt)
     from envdoctor.cli import emit
+    from envdoctor.formats.marks import use_color
     from envdoctor.gate.render import render
 
-    color = fmt == "text" and not output and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    color = use_color(sys.stdout.isatty(), output)
     emit(render(result, fmt, verbose=verbose, color=color, workspace=os.environ.get("GITHUB_WORKSPACE")), output,
          force_output)
     sys.exit(result.exit_code)
@@ -120,7 +121,7 @@ def _input_problems(problems, fmt: str) -> None:
 
     lines = [str(p) for p in problems]
     if fmt == "github":
-        from envdoctor.gate.render import annotation
+        from envdoctor.formats.github import annotation
 
         for p in problems:
             click.echo(annotation("error", p.message, file=p.loc.file, line=p.loc.line or None,
@@ -199,4 +200,4 @@ def run_gate(paths: Sequence[str], *, snapshot_file=None, driver=None, gpus=(), 
         results.append(UnitResult(plan, located))
     return GateResult(target=describe_target(snap, source), target_source=source, units=results, rules=rules,
                       strict=strict, data_collected=getattr(matrices, "collected", "") or "", data_warnings=warnings,
-                      envdoctor_version=__version__)
+                      envdoctor_version=__version__, snapshot=snap)
