@@ -38,11 +38,14 @@ def source_of(r: Any) -> str:
     rel = os.path.relpath(os.path.abspath(path), pkg_parent).replace(os.sep, "/")
     try:
         with open(path, encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if f'id="{r.id}"' in line or f"id='{r.id}'" in line:
-                    return f"{rel}:{n}"
+            lines = fh.read().splitlines()
     except OSError:
-        pass
+        return rel
+    # the @rule(id="ED100", ...) line; else (rules registered from a table, as the smoke rules) the ID's first quote
+    for needles in ((f'id="{r.id}"', f"id='{r.id}'"), (f'"{r.id}"', f"'{r.id}'")):
+        for n, line in enumerate(lines, 1):
+            if any(x in line for x in needles):
+                return f"{rel}:{n}"
     return rel
 
 
