@@ -15,30 +15,23 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Protocol, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Protocol, Tuple
 
 from envdoctor.rules.base import SEVERITY_RANK, Finding
+
+if TYPE_CHECKING:
+    from envdoctor.snapshot import Snapshot
 
 SEVERITY_ORDER = ("error", "warning", "info", "ok")
 
 
-@dataclass(frozen=True)
-class Location:
-    """An input line a finding is about (line 0: the file as a whole)."""
-
-    file: str
-    line: int = 0
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}" if self.line else self.file
-
-
 @dataclass
 class Item:
-    """A finding and the input lines it points at (empty: the machine as a whole)."""
+    """A finding and the input lines it points at (empty: the machine as a whole). A location is what gate's inputs
+    record (envdoctor.gate.inputs.Location): ``.file``, ``.line`` (0: the file as a whole), ``str()`` "file:line"."""
 
     finding: Finding
-    locations: List[Location] = field(default_factory=list)
+    locations: List[Any] = field(default_factory=list)
 
     def to_dict(self) -> Dict[str, Any]:
         d = self.finding.to_dict()
@@ -52,7 +45,7 @@ class Section:
 
     name: str
     items: List[Item]
-    plan: Optional[Any] = None  # gate: envdoctor.gate.plan.Plan (unit, packages, assumptions, to_dict())
+    plan: Any = None  # gate: envdoctor.gate.plan.Plan (unit, packages, assumptions, to_dict())
 
 
 @dataclass
@@ -66,9 +59,16 @@ class FindingsDoc:
     envdoctor_version: str = ""
     target: str = ""  # gate: one line saying what the target machine is
     target_source: str = ""  # gate: "stated facts" | "snapshot FILE" | "this machine"
-    snapshot: Optional[Any] = None  # check: the machine judged (redacted); gate: the target
+    snapshot: Optional[Snapshot] = None  # check: the machine judged (redacted); gate: the target
     snapshot_dict: Optional[Dict[str, Any]] = None  # check: the snapshot as JSON and Markdown embed it
     extra: Dict[str, Any] = field(default_factory=dict)  # check --smoke: {"smoke": results}
+
+    @property
+    def machine(self) -> Snapshot:
+        """The snapshot judged (check's area lines, the snapshot a report embeds)."""
+        if self.snapshot is None:
+            raise ValueError(f"envdoctor {self.command}: this report carries no snapshot")
+        return self.snapshot
 
     @property
     def items(self) -> List[Item]:
@@ -87,6 +87,11 @@ class FindingsDoc:
     @property
     def exit_code(self) -> int:
         return 1 if any(self.failing(x.finding.severity) for x in self.items) else 0
+
+    @property
+    def verdict(self) -> str:
+        """gate's verdict in words."""
+        return "the install would not work" if self.exit_code else "nothing stops this install"
 
     def catalogue(self) -> List[Any]:
         """The rules that ran, plus the registered rule of any finding whose ID is not among them (a crashed rule's

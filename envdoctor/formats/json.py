@@ -30,7 +30,7 @@ def report_dict(doc: FindingsDoc) -> Dict[str, Any]:
         "data": {"collected": doc.data_collected, "warnings": list(doc.data_warnings)},
         "summary": doc.summary(),
         "findings": [x.finding.to_dict() for x in doc.items],
-        "snapshot": doc.snapshot_dict if doc.snapshot_dict is not None else doc.snapshot.to_dict(),
+        "snapshot": doc.snapshot_dict if doc.snapshot_dict is not None else doc.machine.to_dict(),
         **doc.extra,
     }
 

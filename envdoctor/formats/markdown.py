@@ -39,7 +39,7 @@ def _finding_lines(x: Item) -> List[str]:
 def _machine_md(doc: FindingsDoc) -> str:
     import json
 
-    snap, sdict = doc.snapshot, doc.snapshot_dict or {}
+    snap, sdict = doc.machine, doc.snapshot_dict or {}
     lines: List[str] = ["## envdoctor report", "", f"envdoctor {snap.envdoctor_version or ''}, snapshot {snap.created}"
                         + (" (redacted)" if sdict.get("redacted") else ""), "", "| area | state |", "| --- | --- |"]
     for area in AREAS:
@@ -75,7 +75,6 @@ def _gate_md(doc: FindingsDoc) -> str:
             lines.append("No findings.")
         for x in items:
             lines += _finding_lines(x)
-    verdict = "the install would not work" if doc.exit_code else "nothing stops this install"
     lines += ["", f"**Result:** {doc.count('error')} error(s), {doc.count('warning')} warning(s)"
-              + (" (--strict: warnings fail)" if doc.strict else "") + f": {verdict} (exit {doc.exit_code}).", ""]
+              + (" (--strict: warnings fail)" if doc.strict else "") + f": {doc.verdict} (exit {doc.exit_code}).", ""]
     return "\n".join(lines)

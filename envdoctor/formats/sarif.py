@@ -13,7 +13,7 @@ import os
 from typing import Any, Dict, Optional
 from urllib.parse import quote
 
-from envdoctor.formats.interface import FindingsDoc, Item, Location, RenderOptions, relative_path, sorted_items
+from envdoctor.formats.interface import FindingsDoc, Item, RenderOptions, relative_path, sorted_items
 
 name = "sarif"
 description = "SARIF 2.1.0 for code-scanning tools: the rule catalogue and a result per finding"
@@ -72,9 +72,9 @@ def _result(doc: FindingsDoc, section: str, x: Item, index: Dict[str, int], work
     if f.severity == "ok":
         res["kind"] = "pass"
     if x.locations:
-        res["locations"] = [_physical(loc, workspace) for loc in x.locations]
+        res["locations"] = [_physical(loc.file, loc.line, workspace) for loc in x.locations]
     elif section:  # gate: about the target as a whole, reported against the input file
-        res["locations"] = [_physical(Location(section), workspace)]
+        res["locations"] = [_physical(section, 0, workspace)]
     else:  # check: the machine's area
         qualified = "machine/" + f.area + (f"/{f.subject}" if f.subject else "")
         res["locations"] = [{"logicalLocations": [{"name": f.area, "kind": "resource", "fullyQualifiedName": qualified}]}]
@@ -84,15 +84,15 @@ def _result(doc: FindingsDoc, section: str, x: Item, index: Dict[str, int], work
     return res
 
 
-def _physical(loc: Location, workspace: Optional[str]) -> Dict[str, Any]:
-    path = relative_path(loc.file, workspace)
+def _physical(file: str, line: int, workspace: Optional[str]) -> Dict[str, Any]:
+    path = relative_path(file, workspace)
     if os.path.isabs(path):
         artifact: Dict[str, Any] = {"uri": _file_uri(path)}
     else:
         artifact = {"uri": quote(path), "uriBaseId": SRCROOT}
     physical: Dict[str, Any] = {"artifactLocation": artifact}
-    if loc.line:
-        physical["region"] = {"startLine": int(loc.line)}
+    if line:
+        physical["region"] = {"startLine": int(line)}
     return {"physicalLocation": physical}
 
 

@@ -30,7 +30,7 @@ def render(doc: FindingsDoc, options: RenderOptions) -> str:
 
 
 def _machine_text(doc: FindingsDoc, verbose: bool, style: Style) -> str:
-    snap = doc.snapshot
+    snap = doc.machine
     by_area: Dict[str, List[Finding]] = {a: [] for a in AREAS}
     for x in doc.items:
         by_area.setdefault(x.finding.area, []).append(x.finding)
@@ -97,9 +97,8 @@ def _gate_text(doc: FindingsDoc, verbose: bool, style: Style) -> str:
         for x in shown:
             lines += _located_lines(x, verbose, style)
     errors, warnings = doc.count("error"), doc.count("warning")
-    verdict = "the install would not work" if doc.exit_code else "nothing stops this install"
     lines += ["", f"Result: {errors} error(s), {warnings} warning(s)"
-              + (" (--strict: warnings fail)" if doc.strict else "") + f": {verdict} (exit {doc.exit_code})."]
+              + (" (--strict: warnings fail)" if doc.strict else "") + f": {doc.verdict} (exit {doc.exit_code})."]
     return "\n".join(lines) + "\n"
 
 
