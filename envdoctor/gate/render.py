@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
 from envdoctor.formats.github import annotation  # noqa: F401 - gate's input problems as annotations
-from envdoctor.formats.interface import FindingsDoc, Item, Section, sorted_items
+from envdoctor.formats.interface import FindingsDoc, Item, Section
 
 __all__ = ["GateResult", "UnitResult", "annotation", "describe_target", "render"]
 
@@ -39,8 +39,7 @@ class GateResult:
     snapshot: Optional[Any] = None  # the target judged
 
     def to_doc(self) -> FindingsDoc:
-        sections = [Section(u.path, sorted_items([Item(x.finding, list(x.locs)) for x in u.located]), plan=u.plan)
-                    for u in self.units]
+        sections = [Section(u.path, [Item(x.finding, list(x.locs)) for x in u.located], plan=u.plan) for u in self.units]
         return FindingsDoc(command="gate", sections=sections, rules=list(self.rules), strict=self.strict,
                            data_collected=self.data_collected, data_warnings=list(self.data_warnings),
                            envdoctor_version=self.envdoctor_version, target=self.target,
