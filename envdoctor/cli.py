@@ -139,7 +139,7 @@ def probe(python_path, root_dir, snapshot_file, timeout, fmt, output, force_outp
 
         emit(dump_json(data), output, force_output, redact=not no_redact, snapshot=snap)
     else:
-        from envdoctor.render.snapshot_text import render_snapshot_text
+        from envdoctor.formats.snapshot_text import render_snapshot_text
         from envdoctor.snapshot import Snapshot
 
         emit(render_snapshot_text(Snapshot.from_dict(data)), output, force_output, redact=not no_redact,

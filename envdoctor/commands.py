@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import os
 import sys
-import textwrap
 
 import click
 
 from envdoctor.cli import emit, force_option, machine_options, obtain_snapshot, snapshot_dict
+from envdoctor.formats.registry import format_option
 from envdoctor.target_options import complete_rule_ids
 
 
@@ -65,14 +65,9 @@ def _redact_findings(report, snap) -> None:
         for f in report.findings]
 
 
-def use_color() -> bool:
-    return sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
-
-
 @click.command()
 @machine_options
-@click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown", "prometheus")), default="text",
-              show_default=True)
+@format_option()
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
 @click.option("--only", multiple=True, metavar="IDS", shell_complete=complete_rule_ids,
               help="Run only these rules (IDs, prefixes like ED1, or names; comma-separated).")
@@ -117,41 +112,29 @@ def check(python_path, root_dir, snapshot_file, timeout, fmt, strict, only, skip
 
         _redact_findings(report, snap)
         report.snapshot = Snapshot.from_dict(sdict)  # the area lines of text and Markdown read it
-    if fmt == "json":
-        from envdoctor.snapshot_io import dump_json
+    from envdoctor.formats.interface import from_report
+    from envdoctor.formats.marks import use_color
+    from envdoctor.formats.registry import render
 
-        emit(dump_json(report.to_dict(sdict)), output, force_output, redact=not no_redact, snapshot=snap)
-    elif fmt == "markdown":
-        from envdoctor.render.report_markdown import render_report_markdown
-
-        emit(render_report_markdown(report, sdict), output, force_output, redact=not no_redact, snapshot=snap)
-    elif fmt == "prometheus":
-        import time
-
-        from envdoctor.render.report_prometheus import render_report_prometheus
-
-        emit(render_report_prometheus(report, rules=prepared[0], timestamp=time.time()), output, force_output,
-             redact=not no_redact, snapshot=snap)
-    else:
-        from envdoctor.render.report_text import render_report_text
-
-        emit(render_report_text(report, verbose=verbose, color=use_color() and not output), output, force_output,
-             redact=not no_redact, snapshot=snap)
-    sys.exit(report.exit_code(strict))
+    doc = from_report(report, prepared[0], sdict, strict=strict)
+    text = render(fmt, doc, verbose=verbose, color=use_color(sys.stdout.isatty(), output),
+                  workspace=os.environ.get("GITHUB_WORKSPACE"))
+    emit(text, output, force_output, redact=not no_redact, snapshot=snap)
+    sys.exit(doc.exit_code)
 
 
 @click.command(name="rules")
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
 def rules_cmd(fmt):
-    """List the doctor's rules."""
+    """List the doctor's rules (every family: machine, smoke, gate)."""
     from envdoctor.rules.engine import all_rules
 
     rules = all_rules()
     if fmt == "json":
+        from envdoctor.rules.catalogue import rule_dict
         from envdoctor.snapshot_io import dump_json
 
-        click.echo(dump_json({"rules": [
-            {"id": r.id, "name": r.name, "title": r.title, "severity": r.severity, "area": r.area} for r in rules]}))
+        click.echo(dump_json({"rules": [rule_dict(r) for r in rules]}))
         return
     for r in rules:
         click.echo(f"{r.id}  {r.severity:<7}  {r.name:<34}  {r.title}")
@@ -160,21 +143,15 @@ def rules_cmd(fmt):
 @click.command()
 @click.argument("rule_id", shell_complete=complete_rule_ids)
 def explain(rule_id):
-    """Explain a rule: its rationale, an example and references."""
+    """Explain a rule: its rationale, an example, the fix, references and the source file that registers it."""
     from envdoctor.errors import BadInput
+    from envdoctor.rules.catalogue import explain_text
     from envdoctor.rules.engine import all_rules
 
     wanted = rule_id.strip().upper()
     for r in all_rules():
         if r.id.upper() == wanted or r.name == rule_id.strip():
-            click.echo(f"{r.id} ({r.name}): {r.title}")
-            click.echo(f"default severity: {r.severity}; area: {r.area}\n")
-            click.echo(textwrap.fill(" ".join(r.rationale.split()), 88) + "\n")
-            click.echo("Example: " + r.example)
-            if r.references:
-                click.echo("\nReferences:")
-                for ref in r.references:
-                    click.echo(f"  {ref}")
+            click.echo(explain_text(r), nl=False)
             return
     raise BadInput(f"unknown rule {rule_id!r} (see `envdoctor rules`)")
 

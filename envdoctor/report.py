@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
-from envdoctor import __version__
 from envdoctor.rules.base import Finding
 from envdoctor.snapshot import Snapshot
 
-REPORT_SCHEMA_VERSION = "1.0"
+REPORT_SCHEMA_VERSION = "1.0"  # check's JSON report (envdoctor.formats.json, docs/report.md)
 
 
 @dataclass
@@ -28,14 +27,3 @@ class Report:
         if strict and self.count("warning"):
             return 1
         return 0
-
-    def to_dict(self, snapshot_dict: Optional[dict] = None) -> Dict[str, Any]:
-        return {
-            "schema_version": REPORT_SCHEMA_VERSION,
-            "envdoctor_version": __version__,
-            "data": {"collected": self.data_collected, "warnings": list(self.data_warnings)},
-            "summary": {s: self.count(s) for s in ("error", "warning", "info", "ok")},
-            "findings": [f.to_dict() for f in self.findings],
-            "snapshot": snapshot_dict if snapshot_dict is not None else self.snapshot.to_dict(),
-            **self.extra,
-        }

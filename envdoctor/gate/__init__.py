@@ -4,7 +4,8 @@
                 uv.lock  ->  InputUnit (requirements with file:line)
     plan.py     InputUnit + target Snapshot + Matrices  ->  Plan (what pip / uv / conda would install, as Framework
                 entries) and the Snapshot with the plan laid over it (pure; the data is the only source, no network)
-    render.py   text, json, JUnit XML, GitHub Actions annotations
+    render.py   GateResult -> the shared findings formats (envdoctor/formats/: text, json, markdown, JUnit XML,
+                GitHub annotations, SARIF, prometheus)
     cli.py      the click command ``gate`` (registered through envdoctor.commands.COMMANDS)
 
 The same rules as ``envdoctor check`` judge the overlaid snapshot; the gate-only rules (ED800-ED849,

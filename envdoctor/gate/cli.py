@@ -15,10 +15,10 @@ from typing import List, Sequence
 import click
 
 from envdoctor.cli import force_option
+from envdoctor.formats.registry import format_option
 from envdoctor.options import Seconds
 from envdoctor.target_options import PLATFORM_CHOICES, complete_rule_ids, target_options  # noqa: F401 - re-exported
 
-FORMATS = ("text", "json", "junit", "github")
 DISCOVER = (r"^pylock(\.[^.]+)?\.toml$", r"^uv\.lock$", r"^requirements[^/]*\.txt$", r"^environment\.ya?ml$",
             r"^pyproject\.toml$")
 
@@ -71,7 +71,7 @@ def _split_gpus(values) -> List[str]:
 @click.option("--together", is_flag=True, help="Judge all FILEs as one install (default: each FILE on its own).")
 @click.option("--fresh", is_flag=True, help="Install into an empty environment (ignore what the target has installed).")
 @click.option("--pre", is_flag=True, help="Allow pre-releases, as pip --pre.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@format_option()
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too (JUnit: warnings are failures).")
 @click.option("--only", multiple=True, metavar="IDS", shell_complete=complete_rule_ids,
               help="Run only these rules (IDs, prefixes like ED1, or names).")
@@ -102,9 +102,10 @@ def gate(files, snapshot_file, python_opt, python_version, platform, driver, gpu
                       together=together, fresh=fresh, pre=pre, strict=strict, only=_split_ids(only),
                       skip=_split_ids(skip), fmt=fmt, offline=offline, kind=kind)
     from envdoctor.cli import emit
+    from envdoctor.formats.marks import use_color
     from envdoctor.gate.render import render
 
-    color = fmt == "text" and not output and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    color = use_color(sys.stdout.isatty(), output)
     emit(render(result, fmt, verbose=verbose, color=color, workspace=os.environ.get("GITHUB_WORKSPACE")), output,
          force_output)
     sys.exit(result.exit_code)
@@ -116,7 +117,7 @@ def _input_problems(problems, fmt: str) -> None:
 
     lines = [str(p) for p in problems]
     if fmt == "github":
-        from envdoctor.gate.render import annotation
+        from envdoctor.formats.github import annotation
 
         for p in problems:
             click.echo(annotation("error", p.message, file=p.loc.file, line=p.loc.line or None,
@@ -215,4 +216,4 @@ def run_gate(paths: Sequence[str], *, snapshot_file=None, driver=None, gpus=(), 
         results.append(UnitResult(plan, located))
     return GateResult(target=describe_target(snap, source), target_source=source, units=results, rules=rules,
                       strict=strict, data_collected=getattr(matrices, "collected", "") or "", data_warnings=warnings,
-                      envdoctor_version=__version__)
+                      envdoctor_version=__version__, snapshot=snap)

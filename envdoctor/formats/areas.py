@@ -1,15 +1,11 @@
-"""`envdoctor check` for people, in the manner of `flutter doctor`: a line per area
-with [✓] / [!] / [✗], and the details and fixes under the failing ones."""
+"""The machine's areas as check's text and Markdown show them: one line per area (Platform, NVIDIA driver, GPUs, ...)
+with what the snapshot says about it, or why a probe behind it could not answer."""
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional
+from typing import List, Optional
 
-from envdoctor.report import Report
-from envdoctor.rules.base import AREAS, SEVERITY_RANK, Finding
 from envdoctor.snapshot import Snapshot
 
-MARK = {"error": "✗", "warning": "!", "info": "✓", "ok": "✓"}
-COLOR = {"error": "red", "warning": "yellow", "info": "green", "ok": "green"}
 AREA_TITLE = {
     "platform": "Platform", "driver": "NVIDIA driver", "gpu": "GPUs", "toolkit": "CUDA toolkit", "cudnn": "cuDNN",
     "torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX", "python": "Python environment",
@@ -36,16 +32,16 @@ def failed_probes(area: str, snap: Snapshot) -> List[str]:
     return out
 
 
-def _area_summary(area: str, snap: Snapshot) -> Optional[str]:
+def area_summary(area: str, snap: Snapshot) -> Optional[str]:
     failed = failed_probes(area, snap)
     if failed:
-        known = _known_summary(area, snap)
+        known = known_summary(area, snap)
         return ((known + "; ") if known and known not in ("none", "unknown") else "") + \
             "could not determine (" + "; ".join(failed) + ")"
-    return _known_summary(area, snap)
+    return known_summary(area, snap)
 
 
-def _known_summary(area: str, snap: Snapshot) -> Optional[str]:
+def known_summary(area: str, snap: Snapshot) -> Optional[str]:
     p = snap.platform
     if area == "platform":
         bits = [p.distro_name or p.system or "unknown OS", p.machine]
@@ -86,56 +82,3 @@ def _known_summary(area: str, snap: Snapshot) -> Optional[str]:
             return None
         return f"{py.version} at {py.executable}" if py.version else py.executable
     return None
-
-
-def render_report_text(report: Report, verbose: bool = False, color: bool = False) -> str:
-    import click
-
-    def style(text: str, sev: str) -> str:
-        return click.style(text, fg=COLOR.get(sev)) if color else text
-
-    by_area: Dict[str, List[Finding]] = {a: [] for a in AREAS}
-    for f in report.findings:
-        by_area.setdefault(f.area, []).append(f)
-    lines: List[str] = ["Doctor summary" + ("" if verbose else " (run with -v for the evidence):")]
-    for area in AREAS:
-        found = by_area.get(area, [])
-        summary = _area_summary(area, report.snapshot)
-        if summary is None and not found:
-            continue
-        worst = max((f.severity for f in found), key=lambda s: SEVERITY_RANK[s], default="ok")
-        if failed_probes(area, report.snapshot) and SEVERITY_RANK[worst] < SEVERITY_RANK["warning"]:
-            worst = "warning"  # a part envdoctor could not determine is never shown as fine
-        head = f"[{MARK[worst]}] {AREA_TITLE.get(area, area)}" + (f": {summary}" if summary else "")
-        lines.append(style(head, worst))
-        for f in found:
-            lines.extend(_finding_lines(f, verbose, style))
-    errors, warnings = report.count("error"), report.count("warning")
-    lines.append("")
-    if errors or warnings:
-        parts = []
-        if errors:
-            parts.append(f"{errors} error{'s' if errors != 1 else ''}")
-        if warnings:
-            parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
-        sev = "error" if errors else "warning"
-        lines.append(style(f"{MARK[sev]} Doctor found {' and '.join(parts)}.", sev))
-    else:
-        lines.append(style("• No issues found!", "ok"))
-    if report.data_collected:
-        lines.append(f"  (compatibility data collected {report.data_collected})")
-    for w in report.data_warnings:
-        lines.append(style(f"  data warning: {w}", "warning"))
-    return "\n".join(lines) + "\n"
-
-
-def _finding_lines(f: Finding, verbose: bool, style: Callable[[str, str], str]) -> List[str]:
-    out = [style(f"    {MARK[f.severity]} {f.id} {f.message}", f.severity)]
-    for c in f.consequences:
-        out.append(f"        also caused by this: {c}")
-    for step in f.fix:
-        out.append(f"        fix: {step}")
-    if verbose:
-        for e in f.evidence:
-            out.append(f"        evidence: {e.fact} = {e.value}" + (f"  [{e.source}]" if e.source else ""))
-    return out

@@ -1,4 +1,4 @@
-"""Human-readable rendering of a machine snapshot (`envdoctor probe`)."""
+"""`envdoctor probe` for people: the snapshot, one line per fact (not a findings format: no registry entry)."""
 from __future__ import annotations
 
 from typing import List

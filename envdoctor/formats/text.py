@@ -1,0 +1,131 @@
+"""Text for people.
+
+check, in the manner of `flutter doctor`: a line per area with [✓] / [!] / [✗], and the findings, what else the same
+cause explains and the fixes under it. gate: per input what would be installed and what was assumed, then each
+finding at the input line it is about. Marks and colours come from envdoctor.formats.marks.
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, List
+
+from envdoctor.formats.areas import AREA_TITLE, area_summary, failed_probes
+from envdoctor.formats.interface import FindingsDoc, Item, RenderOptions, plan_view, sorted_items, where
+from envdoctor.formats.marks import mark, state, styler
+from envdoctor.rules.base import AREAS, SEVERITY_RANK, Finding
+
+name = "text"
+description = "for people: check's area lines (flutter doctor style), gate's plan per input; colour on a terminal"
+
+Style = Callable[[str, str], str]
+
+
+def render(doc: FindingsDoc, options: RenderOptions) -> str:
+    style = styler(options.color)
+    if doc.command == "gate":
+        return _gate_text(doc, options.verbose, style)
+    return _machine_text(doc, options.verbose, style)
+
+
+# --------------------------------------------------------------------------- check: the machine by area
+
+
+def _machine_text(doc: FindingsDoc, verbose: bool, style: Style) -> str:
+    snap = doc.machine
+    by_area: Dict[str, List[Finding]] = {a: [] for a in AREAS}
+    for x in doc.items:
+        by_area.setdefault(x.finding.area, []).append(x.finding)
+    lines: List[str] = ["Doctor summary" + ("" if verbose else " (run with -v for the evidence):")]
+    for area in AREAS:
+        found = by_area.get(area, [])
+        summary = area_summary(area, snap)
+        if summary is None and not found:
+            continue
+        worst = state(f.severity for f in found)
+        if failed_probes(area, snap) and SEVERITY_RANK[worst] < SEVERITY_RANK["warning"]:
+            worst = "warning"  # a part envdoctor could not determine is never shown as fine
+        head = f"[{mark(worst)}] {AREA_TITLE.get(area, area)}" + (f": {summary}" if summary else "")
+        lines.append(style(head, worst))
+        for f in found:
+            lines.extend(_finding_lines(f, verbose, style))
+    errors, warnings = doc.count("error"), doc.count("warning")
+    lines.append("")
+    if errors or warnings:
+        parts = []
+        if errors:
+            parts.append(f"{errors} error{'s' if errors != 1 else ''}")
+        if warnings:
+            parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
+        sev = "error" if errors else "warning"
+        lines.append(style(f"{mark(sev)} Doctor found {' and '.join(parts)}.", sev))
+    else:
+        lines.append(style("• No issues found!", "ok"))
+    if doc.data_collected:
+        lines.append(f"  (compatibility data collected {doc.data_collected})")
+    for w in doc.data_warnings:
+        lines.append(style(f"  data warning: {w}", "warning"))
+    return "\n".join(lines) + "\n"
+
+
+def _finding_lines(f: Finding, verbose: bool, style: Style) -> List[str]:
+    out = [style(f"    {mark(f.severity)} {f.id} {f.message}", f.severity)]
+    for c in f.consequences:
+        out.append(f"        also caused by this: {c}")
+    for step in f.fix:
+        out.append(f"        fix: {step}")
+    if verbose:
+        for e in f.evidence:
+            out.append(f"        evidence: {e.fact} = {e.value}" + (f"  [{e.source}]" if e.source else ""))
+    return out
+
+
+# --------------------------------------------------------------------------- gate: each input's plan and findings
+
+
+def _gate_text(doc: FindingsDoc, verbose: bool, style: Style) -> str:
+    lines = [f"envdoctor gate -- {doc.target}",
+             f"(judged with envdoctor's compatibility data, collected {doc.data_collected or '?'}; nothing was installed)"]
+    for w in doc.data_warnings[:3]:
+        lines.append(f"data warning: {w}")
+    for section in doc.sections:
+        plan = section.plan
+        files = f" (+ {', '.join(plan.unit.files[1:])})" if plan is not None and len(plan.unit.files) > 1 else ""
+        lines += ["", f"{section.name}{files}"]
+        lines += plan_lines(plan, section.name)
+        shown = [x for x in sorted_items(section.items) if verbose or x.finding.severity in ("error", "warning")]
+        if not shown:
+            lines.append("  " + style(f"{mark('ok')} no error or warning", "ok"))
+        for x in shown:
+            lines += _located_lines(x, verbose, style)
+    errors, warnings = doc.count("error"), doc.count("warning")
+    lines += ["", f"Result: {errors} error(s), {warnings} warning(s)"
+              + (" (--strict: warnings fail)" if doc.strict else "") + f": {doc.verdict} (exit {doc.exit_code})."]
+    return "\n".join(lines) + "\n"
+
+
+def plan_lines(plan, path: str) -> List[str]:
+    """What an input would install and what was assumed."""
+    if plan is None:
+        return []
+    installed, assumed = plan_view(plan, path)
+    lines = [f"  resolved by: {plan.resolver}"] if getattr(plan, "resolver", "") else []
+    lines += ["  what would be installed:"] + [f"    {loc}: {what}" for loc, what in installed] if installed else \
+        ["  no torch / tensorflow / jax package to judge"]
+    not_judged = getattr(plan, "not_judged", None) or []
+    if not_judged:
+        lines += ["  not judged:"] + [f"    - {loc}: {why}" for loc, why in not_judged]
+    if assumed:
+        lines += ["  assumed:"] + [f"    - {a}" for a in assumed]
+    return lines
+
+
+def _located_lines(x: Item, verbose: bool, style: Style) -> List[str]:
+    f = x.finding
+    lines = ["  " + style(f"{mark(f.severity)} {where(x, 'target machine')}: {f.id} {f.message}", f.severity)]
+    for step in f.fix:
+        lines.append(f"      {step}")
+    if verbose:
+        for ev in f.evidence:
+            lines.append(f"      evidence: {ev.fact}: {ev.value}" + (f"  [{ev.source}]" if ev.source else ""))
+        for c in f.consequences:
+            lines.append(f"      also: {c}")
+    return lines

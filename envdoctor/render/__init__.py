@@ -1,1 +1,0 @@
-"""Output formats: text for people, JSON for machines, Markdown for bug reports."""
