@@ -78,14 +78,16 @@ def use_color() -> bool:
 @force_option
 @click.option("--smoke", "with_smoke", is_flag=True,
               help="Also run `envdoctor smoke` (tiny kernels, each framework in a child process) and fold in its results.")
+@click.option("--kernels", "with_kernels", is_flag=True,
+              help="Also judge every Jupyter kernel's interpreter (and the VS Code workspace one) like --python.")
 def check(python_path, root_dir, snapshot_file, timeout, fmt, strict, only, skip, verbose, no_redact, output,
-          force_output, with_smoke):
+          force_output, with_smoke, with_kernels):
     """Judge the machine: findings with IDs, evidence and fixes. Exit 0 ok, 1 error (--strict: or warning), 2 usage."""
     # Rules are selected first so a bad --only fails before any probing. (Loading the rules in a
     # thread beside the probes was measured slower: both are CPU-bound Python, and the GIL
     # ping-pong cost more than the subprocess waits it hid.)
     prepared = prepare_judgement(_split_ids(only), _split_ids(skip), "check --smoke" if with_smoke else "check")
-    snap = obtain_snapshot(python_path, root_dir, snapshot_file, timeout)
+    snap = obtain_snapshot(python_path, root_dir, snapshot_file, timeout, kernels=with_kernels)
     report = build_report(snap, prepared=prepared)
     if with_smoke:
         if snapshot_file or root_dir:

@@ -28,6 +28,7 @@ EXACT = set([
     "tf-nightly", "tf-nightly-cpu", "tf-nightly-gpu", "tf-keras", "jax", "jaxlib", "cupy",
     "paddlepaddle", "paddlepaddle-gpu", "onnxruntime", "onnxruntime-gpu", "onnxruntime-rocm",
     "nvidia-ml-py", "nvidia-ml-py3", "pynvml", "tensorrt", "libtpu",
+    "numpy", "torch-npu", "intel-extension-for-pytorch",
 ])
 PREFIXES = ("nvidia-", "cuda-", "cupy-", "jax-cuda", "jax-rocm", "tensorrt-", "onnxruntime-")
 
