@@ -15,6 +15,12 @@ RULE_MODULES = (
     "cuda_driver",
     "arch",
     "python_data",
+    "kernels",
+    "memory",
+    "buildenv",
+    "installers",
+    "accelerators",
+    "hostfacts",
 )
 
 for _name in RULE_MODULES:
