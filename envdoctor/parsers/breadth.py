@@ -28,7 +28,7 @@ def parse_compute_apps(text: Optional[str]) -> List[Dict[str, object]]:
         pid = ascii_int(row.get("pid"))
         if pid is None:
             continue
-        uuid = row.get("gpu_uuid") or ""
+        uuid = row.get("uuid") or ""  # parse_query_csv names the gpu_uuid column "uuid"
         name = row.get("process_name") or ""
         out.append({"gpu_uuid": uuid if _UUID_RE.match(uuid) else "", "pid": pid,
                     "name": "" if name == "[Not Found]" else name[:300], "used_mib": _int_mib(row.get("used_gpu_memory"))})

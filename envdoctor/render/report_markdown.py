@@ -21,6 +21,9 @@ def render_report_markdown(report: Report, snapshot_dict: dict) -> str:
         summary = _area_summary(area, snap)
         if summary is not None:
             lines.append(f"| {AREA_TITLE[area]} | {_md(summary)} |")
+    from envdoctor.render.breadth_markdown import maintainer_facts
+
+    lines += maintainer_facts(snap)
     lines += ["", "### Findings", ""]
     if not report.findings:
         lines.append("No findings.")

@@ -59,7 +59,8 @@ def framework_installed_twice(ctx, r):
         if dist is None:
             continue
         who = inst.dists.get(dist, "")
-        installed = ctx.snap.python.packages.get(dist)
+        fw = ctx.snap.framework(dist)
+        installed = fw.version if fw is not None else ctx.snap.python.packages.get(dist)
         if who and who.lower() != "conda" and installed:
             out.append(r.finding(f"conda's {p.name} {p.version} ({p.build}) is recorded in conda-meta, but the {dist} "
                                  f"that imports is {installed}, installed by {who}.", subject=dist,
