@@ -124,7 +124,7 @@ def _smi_machine(tmp_path) -> Path:
 
 def test_leftover_processes_holding_gpu_memory(tmp_path):
     bindir = _smi_machine(tmp_path)
-    env = clean_env(tmp_path, PATH=f"{bindir}:{os.environ['PATH']}", ENVDOCTOR_NO_NVML="1")
+    env = clean_env(tmp_path, PATH=f"{bindir}:{os.environ['PATH']}")
     proc = run("check", "--format", "json", "--only", "ED620", env=env,
                prelude="import sys; sys.modules['pynvml'] = None")
     fs = findings(proc)
