@@ -41,7 +41,8 @@ force_option = click.option("--force", "force_output", is_flag=True,
                             help="With -o: write through a dangling symlink (its target is created).")
 
 
-def obtain_snapshot(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Optional[str], timeout: float):
+def obtain_snapshot(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Optional[str], timeout: float,
+                    kernels: bool = False):
     """Probe the machine (or load a saved snapshot); bad input raises BadInput."""
     if snapshot_file:
         if python_path or root_dir:
@@ -62,7 +63,7 @@ def obtain_snapshot(python_path: Optional[str], root_dir: Optional[str], snapsho
     # An image's root carries none of this shell's variables: with --root only PATH (to find
     # commands) is kept, so the host's LD_LIBRARY_PATH or CUDA_HOME never describe the image.
     env = dict(os.environ) if root.is_live else {"PATH": os.environ.get("PATH", os.defpath)}
-    ctx = ProbeContext(root=root, env=env, timeout=timeout, target_python=python_path)
+    ctx = ProbeContext(root=root, env=env, timeout=timeout, target_python=python_path, kernels=kernels)
     return run_probes(ctx)  # a --python that is not Python raises BadInput from its probe
 
 
@@ -126,9 +127,12 @@ def cli() -> None:
 @click.option("--fleet", is_flag=True, help="For `envdoctor fleet`: keep the node name unredacted (the host name, or "
               "$ENVDOCTOR_NODE_NAME / $SLURMD_NODENAME when set); the rest is redacted as usual.")
 @click.option("--node-name", metavar="NAME", help="Record NAME as the node name (implies --fleet).")
-def probe(python_path, root_dir, snapshot_file, timeout, fmt, output, force_output, no_redact, fleet, node_name):
+@click.option("--kernels", "with_kernels", is_flag=True,
+              help="Also read the environment of every Jupyter kernel's interpreter (and the VS Code one).")
+def probe(python_path, root_dir, snapshot_file, timeout, fmt, output, force_output, no_redact, fleet, node_name,
+          with_kernels):
     """Take a snapshot of the machine: driver, GPUs, toolkits, cuDNN, frameworks, loader paths."""
-    snap = obtain_snapshot(python_path, root_dir, snapshot_file, timeout)
+    snap = obtain_snapshot(python_path, root_dir, snapshot_file, timeout, kernels=with_kernels)
     data = snapshot_dict(snap, redact=not no_redact)
     if fleet or node_name:  # an explicit opt-in: the node name is what a fleet report is about
         data["platform"]["hostname"] = (node_name or os.environ.get("ENVDOCTOR_NODE_NAME")

@@ -81,8 +81,10 @@ def _redact_findings(report, snap) -> None:
 @click.option("--expect-cpu", "expect_cpu", multiple=True, metavar="FRAMEWORK",
               help="torch, tensorflow or jax is meant to run on the CPU: its CPU-only build is an info, not an error "
                    "(also `expect-cpu = [...]` under [tool.envdoctor] in pyproject.toml or in envdoctor.toml).")
+@click.option("--kernels", "with_kernels", is_flag=True,
+              help="Also judge every Jupyter kernel's interpreter (and the VS Code workspace one) like --python.")
 def check(python_path, root_dir, snapshot_file, timeout, fmt, strict, only, skip, verbose, no_redact, output,
-          force_output, with_smoke, expect_cpu):
+          force_output, with_smoke, expect_cpu, with_kernels):
     """Judge the machine: findings with IDs, evidence and fixes. Exit 0 ok, 1 error (--strict: or warning), 2 usage."""
     from envdoctor.rules import intent
 
@@ -91,7 +93,7 @@ def check(python_path, root_dir, snapshot_file, timeout, fmt, strict, only, skip
     # thread beside the probes was measured slower: both are CPU-bound Python, and the GIL
     # ping-pong cost more than the subprocess waits it hid.)
     prepared = prepare_judgement(_split_ids(only), _split_ids(skip), "check --smoke" if with_smoke else "check")
-    snap = obtain_snapshot(python_path, root_dir, snapshot_file, timeout)
+    snap = obtain_snapshot(python_path, root_dir, snapshot_file, timeout, kernels=with_kernels)
     report = build_report(snap, prepared=prepared, expect_cpu=expected)
     if with_smoke:
         if snapshot_file or root_dir:

@@ -218,6 +218,128 @@ class Rocm:
     evidence: List[Evidence] = field(default_factory=list)
 
 
+# -- breadth: kernels, GPU memory, build-time variables, the host, installers, other accelerators ----------
+
+
+@dataclass
+class Kernel:
+    """A Jupyter kernelspec (or the VS Code workspace interpreter) and the Python it runs.
+
+    source: kernelspec | vscode
+    status: ok | missing (argv[0] does not exist) | not_python (no python interpreter in argv) | unprobed
+            (--kernels not given) | failed (it did not answer like a Python; reason says why)
+    frameworks: what that interpreter's environment holds (read like --python), with --kernels only
+    """
+
+    name: str
+    source: str = "kernelspec"
+    path: str = ""  # the kernel.json (or settings.json) it was read from
+    display_name: str = ""
+    language: str = ""
+    interpreter: str = ""  # argv[0] of kernel.json / python.defaultInterpreterPath
+    status: str = "unprobed"
+    reason: str = ""
+    python_version: str = ""
+    frameworks: List[Framework] = field(default_factory=list)
+
+
+@dataclass
+class Kernels:
+    data_dirs: List[str] = field(default_factory=list)  # the Jupyter data dirs searched, in jupyter_core's order
+    probed: bool = False  # --kernels: each interpreter's environment was read
+    kernels: List[Kernel] = field(default_factory=list)
+    evidence: List[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class GpuProcess:
+    """A process holding GPU memory (NVML compute processes, or nvidia-smi --query-compute-apps)."""
+
+    pid: int
+    gpu_index: Optional[int] = None
+    gpu_uuid: str = ""
+    used_mib: Optional[int] = None
+    name: str = ""  # the process name the driver reports
+    cmdline: str = ""  # from psutil, redacted like every path in a snapshot
+    user: str = ""
+    age_s: Optional[float] = None  # seconds since it started
+    source: str = ""  # nvml | nvidia-smi
+
+
+@dataclass
+class GpuMemoryUse:
+    index: int
+    uuid: str = ""
+    used_mib: Optional[int] = None
+    total_mib: Optional[int] = None
+
+
+@dataclass
+class Memory:
+    """GPU memory in use and who holds it, and the allocator settings of the environment."""
+
+    gpus: List[GpuMemoryUse] = field(default_factory=list)
+    processes: List[GpuProcess] = field(default_factory=list)
+    allocator_env: Dict[str, str] = field(default_factory=dict)  # PYTORCH_CUDA_ALLOC_CONF, XLA_PYTHON_CLIENT_*, TF_FORCE_GPU_ALLOW_GROWTH
+    evidence: List[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class BuildEnv:
+    """Build-time and debugging variables (TORCH_CUDA_ARCH_LIST, CUDAARCHS, CMAKE_CUDA_ARCHITECTURES,
+    CUDA_LAUNCH_BLOCKING), the archs the default nvcc can target, and NCCL's environment (secret-looking
+    values redacted)."""
+
+    env: Dict[str, str] = field(default_factory=dict)
+    nvcc: str = ""
+    nvcc_archs: List[str] = field(default_factory=list)  # ["compute_75", ...] from nvcc --list-gpu-arch
+    nccl_env: Dict[str, str] = field(default_factory=dict)
+    evidence: List[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class Host:
+    """What bug reports ask for besides the GPU stack: the CPU and the compilers extension builds use."""
+
+    cpu_model: str = ""
+    cpu_flags: List[str] = field(default_factory=list)  # the ones that matter: avx, avx2, fma, avx512f ...
+    compilers: Dict[str, str] = field(default_factory=dict)  # gcc | clang | cmake | ninja -> version
+    evidence: List[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class CondaPackage:
+    name: str
+    version: str = ""
+    build: str = ""
+    channel: str = ""
+    file: str = ""  # the conda-meta/*.json it was read from
+
+
+@dataclass
+class Installers:
+    """Who installed what in the target environment: each dist's INSTALLER (pip, conda, uv ...), conda-meta
+    records of GPU-relevant packages, and distributions installed twice on sys.path."""
+
+    conda_prefix: str = ""
+    conda_packages: List[CondaPackage] = field(default_factory=list)
+    dists: Dict[str, str] = field(default_factory=dict)  # normalized dist name -> INSTALLER
+    copies: Dict[str, List[str]] = field(default_factory=dict)  # dist -> ["2.1.0 at /x (imported)", "2.0.1 at /y"]
+    evidence: List[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class Accelerator:
+    """A non-NVIDIA GPU path a framework build takes: kind npu (Ascend torch_npu) | xpu (Intel) | mps (Apple) |
+    rocm (AMD)."""
+
+    kind: str
+    framework: str = ""  # "torch 2.5.1+xpu"
+    version: str = ""  # the build's own version of that stack (hip/rocm version, torch_npu version)
+    host_version: str = ""  # what the host has (ROCm installed), when known
+    detail: str = ""
+
+
 @dataclass
 class Snapshot:
     schema_version: str = SCHEMA_VERSION
@@ -235,6 +357,12 @@ class Snapshot:
     rocm: Rocm = field(default_factory=Rocm)
     binaries: Binaries = field(default_factory=Binaries)
     probes: List[ProbeStatus] = field(default_factory=list)
+    kernels: Kernels = field(default_factory=Kernels)
+    memory: Memory = field(default_factory=Memory)
+    buildenv: BuildEnv = field(default_factory=BuildEnv)
+    host: Host = field(default_factory=Host)
+    installers: Installers = field(default_factory=Installers)
+    accelerators: List[Accelerator] = field(default_factory=list)
 
     # -- serialisation ---------------------------------------------------
     def to_dict(self) -> dict:

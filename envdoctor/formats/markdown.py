@@ -46,6 +46,9 @@ def _machine_md(doc: FindingsDoc) -> str:
         summary = area_summary(area, snap)
         if summary is not None:
             lines.append(f"| {AREA_TITLE[area]} | {_md(summary)} |")
+    from envdoctor.formats.breadth_markdown import maintainer_facts
+
+    lines += maintainer_facts(snap)
     lines += ["", "### Findings", ""]
     if not doc.items:
         lines.append("No findings.")

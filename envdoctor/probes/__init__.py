@@ -22,6 +22,7 @@ from envdoctor.subproc import kill_all
 
 def _stages() -> List[List[Tuple[str, ProbeFn]]]:
     from envdoctor.probes import binaries, cudnn, loader, nvidia, platform, pyenv, rocm, toolkits
+    from envdoctor.probes import accelerators, buildenv, host, installers, kernels, memory
 
     return [
         [
@@ -35,6 +36,12 @@ def _stages() -> List[List[Tuple[str, ProbeFn]]]:
             ("cudnn", cudnn.probe),
             ("loader", loader.probe),
             ("binaries", binaries.probe),
+            ("kernels", kernels.probe),
+            ("memory", memory.probe),
+            ("buildenv", buildenv.probe),
+            ("host", host.probe),
+            ("installers", installers.probe),
+            ("accelerators", accelerators.probe),
         ],
     ]
 

@@ -29,6 +29,8 @@ EXACT = set([
     "paddlepaddle", "paddlepaddle-gpu", "onnxruntime", "onnxruntime-gpu", "onnxruntime-rocm",
     "nvidia-ml-py", "nvidia-ml-py3", "pynvml", "tensorrt", "libtpu",
 ])
+# listed too (numpy's ABI, other accelerators' extensions), but not GPU pins in a framework's Requires-Dist
+ALSO_LISTED = set(["numpy", "torch-npu", "intel-extension-for-pytorch"])
 PREFIXES = ("nvidia-", "cuda-", "cupy-", "jax-cuda", "jax-rocm", "tensorrt-", "onnxruntime-")
 
 # version files each distribution ships, relative to its site-packages directory
@@ -48,7 +50,9 @@ def normalize(name):
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def relevant(norm):
+def relevant(norm, listed=False):
+    if listed and norm in ALSO_LISTED:
+        return True
     if norm in EXACT:
         return True
     for p in PREFIXES:
@@ -223,10 +227,10 @@ def collect(path_entries):
         for entry in entries:
             if not (entry.endswith(".dist-info") or entry.endswith(".egg-info") or entry.endswith(".egg")):
                 continue
-            if not relevant(normalize(candidate_name(entry))):
+            if not relevant(normalize(candidate_name(entry)), True):
                 continue
             info = read_dist(base, entry)
-            if info is None or not relevant(info["normalized"]):
+            if info is None or not relevant(info["normalized"], True):
                 continue
             key = info["normalized"]
             if key in dists:  # first on sys.path wins, like the import system; keep the rest as shadowed

@@ -34,6 +34,7 @@ class ProbeContext:
     timeout: float = DEFAULT_TIMEOUT
     target_python: Optional[str] = None  # --python PATH; None: the active env or this interpreter
     use_nvml: bool = True  # tests turn NVML off to exercise the file and command layers
+    kernels: bool = False  # --kernels: read the environment of every Jupyter kernel's interpreter too
 
     _memo: dict = field(default_factory=dict, repr=False, compare=False)
     _memo_lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)

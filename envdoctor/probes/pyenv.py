@@ -427,3 +427,6 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
         snap.python = PythonEnv(executable=str(python))  # the section names the interpreter it could not read
         raise ProbeUnknown(f"{python} ({chosen_by}) answered in an unexpected shape: {problem}")
     snap.python = python_env_from(data, chosen_by)
+    from envdoctor.probes.installers import installer_facts
+
+    snap.installers.dists, snap.installers.copies = installer_facts(data)

@@ -16,6 +16,12 @@ RULE_MODULES = (
     "arch",
     "python_data",
     "binaries",
+    "kernels",
+    "memory",
+    "buildenv",
+    "installers",
+    "accelerators",
+    "hostfacts",
 )
 
 for _name in RULE_MODULES:

@@ -1,0 +1,37 @@
+"""What bug reports ask for besides the GPU stack (as `python -m torch.utils.collect_env` does): the CPU
+model and the instruction-set flags framework builds assume (AVX/AVX2/FMA; AVX-512), and the gcc / clang /
+cmake / ninja versions extension builds use. The four version commands run in parallel, each bounded."""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from envdoctor.parsers.breadth import parse_cpuinfo, parse_tool_version
+from envdoctor.probes._parsed import parsed
+from envdoctor.probes.base import ProbeContext
+from envdoctor.snapshot import Evidence, Snapshot
+
+TOOLS = ("gcc", "clang", "cmake", "ninja")
+
+
+def probe(ctx: ProbeContext, snap: Snapshot) -> None:
+    h = snap.host
+    text = ctx.root.read_text("/proc/cpuinfo", 1024 * 1024) if ctx.root.exists("/proc/cpuinfo") else None
+    if text:
+        h.cpu_model, h.cpu_flags = parsed(h.evidence, "file:/proc/cpuinfo", parse_cpuinfo, text, default=("", []))
+        h.evidence.append(Evidence("file:/proc/cpuinfo", f"model name: {h.cpu_model}; flags: {' '.join(h.cpu_flags)}"))
+    if not ctx.root.is_live:
+        return  # never execute an inspected image's compilers
+    runner = ctx.runner
+    found = [t for t in TOOLS if runner.which(t)]
+    if not found:
+        return
+    with ThreadPoolExecutor(max_workers=len(found)) as pool:
+        results = list(pool.map(lambda t: runner.run([t, "--version"], timeout=ctx.timeout), found))
+    for tool, res in zip(found, results):
+        if res.status != "ok":
+            h.evidence.append(Evidence(f"cmd:{tool} --version", res.reason[:200]))
+            continue
+        version = parsed(h.evidence, f"cmd:{tool} --version", parse_tool_version, tool, res.stdout)
+        h.evidence.append(Evidence(f"cmd:{tool} --version", res.stdout.strip().splitlines()[0][:200] if res.stdout.strip() else ""))
+        if version:
+            h.compilers[tool] = version
