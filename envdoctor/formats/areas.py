@@ -20,6 +20,20 @@ AREA_PROBES = {
 }
 
 
+# distributions whose findings are about a framework's area line (its companions and plugins count as it)
+_FRAMEWORK_AREA = {"torch": "torch", "torchvision": "torch", "torchaudio": "torch", "triton": "torch",
+                   "tensorflow": "tensorflow", "tensorflow-cpu": "tensorflow", "tensorflow-gpu": "tensorflow",
+                   "tf-nightly": "tensorflow", "jax": "jax", "jaxlib": "jax"}
+
+
+def framework_area(subject: str) -> Optional[str]:
+    """The framework area a finding's subject ("torch 2.6.0+cu124 on GPU 0", "jax-cuda12-plugin 0.6.0") is about."""
+    first = (subject or "").split(" ", 1)[0].lower().replace("_", "-")
+    if first.startswith("jax-cuda"):
+        return "jax"
+    return _FRAMEWORK_AREA.get(first)
+
+
 def failed_probes(area: str, snap: Snapshot) -> List[str]:
     """'name: why' for each probe behind `area` that could not answer (skipped on purpose is not a failure)."""
     from envdoctor.rules.summary import PROBE_ANSWERED

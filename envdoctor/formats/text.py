@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List
 
-from envdoctor.formats.areas import AREA_TITLE, area_summary, failed_probes
+from envdoctor.formats.areas import AREA_TITLE, area_summary, failed_probes, framework_area
 from envdoctor.formats.interface import FindingsDoc, Item, RenderOptions, plan_view, sorted_items, where
 from envdoctor.formats.marks import mark, state, styler
 from envdoctor.rules.base import AREAS, SEVERITY_RANK, Finding
@@ -32,21 +32,29 @@ def render(doc: FindingsDoc, options: RenderOptions) -> str:
 def _machine_text(doc: FindingsDoc, verbose: bool, style: Style) -> str:
     snap = doc.machine
     by_area: Dict[str, List[Finding]] = {a: [] for a in AREAS}
+    elsewhere: Dict[str, List[Finding]] = {}  # framework area -> findings about it shown under another area
     for x in doc.items:
         by_area.setdefault(x.finding.area, []).append(x.finding)
+        about = framework_area(x.finding.subject)
+        if about and about != x.finding.area:
+            elsewhere.setdefault(about, []).append(x.finding)
     lines: List[str] = ["Doctor summary" + ("" if verbose else " (run with -v for the evidence):")]
     for area in AREAS:
         found = by_area.get(area, [])
         summary = area_summary(area, snap)
         if summary is None and not found:
             continue
-        worst = state(f.severity for f in found)
+        # a framework's line is never fine while a finding about it (shown under GPUs, say) is not
+        others = [f for f in elsewhere.get(area, []) if SEVERITY_RANK.get(f.severity, 0) >= SEVERITY_RANK["warning"]]
+        worst = state([f.severity for f in found] + [f.severity for f in others])
         if failed_probes(area, snap) and SEVERITY_RANK[worst] < SEVERITY_RANK["warning"]:
             worst = "warning"  # a part envdoctor could not determine is never shown as fine
         head = f"[{mark(worst)}] {AREA_TITLE.get(area, area)}" + (f": {summary}" if summary else "")
         lines.append(style(head, worst))
         for f in found:
             lines.extend(_finding_lines(f, verbose, style))
+        for f in others:
+            lines.append(style(f"    {mark(f.severity)} see {f.id} under {AREA_TITLE.get(f.area, f.area)}", f.severity))
     errors, warnings = doc.count("error"), doc.count("warning")
     lines.append("")
     if errors or warnings:
