@@ -35,3 +35,16 @@ def _private_cache_dir(tmp_path_factory):
     # gate asks a real resolver by default; tests judge offline unless they name one (tests/test_gate_resolve*.py)
     os.environ.setdefault("ENVDOCTOR_GATE_RESOLVER", "off")
     yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_uv_on_path():
+    """The fake machines are pip machines: a `uv` on the tester's PATH (the test venv's, from the resolve extra)
+    would make onboard pick it. Tests of the uv paths put a fake uv first on PATH themselves; gate's resolver finds
+    the uv package's binary without PATH."""
+    import shutil
+
+    kept = [d for d in os.environ.get("PATH", os.defpath).split(os.pathsep)
+            if d and not shutil.which("uv", path=d)]
+    os.environ["PATH"] = os.pathsep.join(kept)
+    yield

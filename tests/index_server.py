@@ -311,38 +311,40 @@ class FakeIndex:
                 try:
                     if owner.mode == "lazy-slow":
                         time.sleep(owner.delay)
-                    if owner.mode == "lazy-flaky" and first_time:
-                        return self._send(503, "text/plain", b"try again")
-                    rng = self.headers.get("Range")
-                    if owner.mode == "lazy-norange" or not rng:
-                        with owner._lock:
-                            owner.bytes_served += len(data)
-                        return self._send(200, "application/octet-stream", data)
-                    span = _range(rng, len(data))
-                    if span is None:
-                        self.send_response(416)
-                        self.send_header("Content-Range", f"bytes */{len(data)}")
-                        self.send_header("Content-Length", "0")
-                        self.end_headers()
-                        return None
-                    first, last = span
-                    body = data[first:last + 1]
-                    with owner._lock:
-                        owner.bytes_served += len(body)
-                        owner.range_requests += 1
-                    self.send_response(206)
-                    self.send_header("Content-Type", "application/octet-stream")
-                    self.send_header("Content-Range", f"bytes {first}-{last}/{len(data)}")
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    try:
-                        self.wfile.write(body)
-                    except (BrokenPipeError, ConnectionResetError):
-                        pass
-                    return None
                 finally:
+                    # counted as in flight until just before the answer is sent: a client that has read its answer
+                    # and started the next request never meets this one still counted
                     with owner._lock:
                         owner._parallel -= 1
+                if owner.mode == "lazy-flaky" and first_time:
+                    return self._send(503, "text/plain", b"try again")
+                rng = self.headers.get("Range")
+                if owner.mode == "lazy-norange" or not rng:
+                    with owner._lock:
+                        owner.bytes_served += len(data)
+                    return self._send(200, "application/octet-stream", data)
+                span = _range(rng, len(data))
+                if span is None:
+                    self.send_response(416)
+                    self.send_header("Content-Range", f"bytes */{len(data)}")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return None
+                first, last = span
+                body = data[first:last + 1]
+                with owner._lock:
+                    owner.bytes_served += len(body)
+                    owner.range_requests += 1
+                self.send_response(206)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Content-Range", f"bytes {first}-{last}/{len(data)}")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                try:
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                return None
 
         class Server(ThreadingHTTPServer):
             def handle_error(self, request, client_address) -> None:  # quiet: clients time out on purpose
