@@ -47,14 +47,13 @@ def driver_supports_gpu(matrices: Any, driver: Optional[str], cc: Optional[str])
             "driver-too-old",
             f"driver {driver} is branch R{branch}, which cannot drive {what}: they need R{row.branch_min} or "
             f"newer{since}",
-            f"Install a driver of branch {row.span()} (R{row.branch_min} or newer).", row)
+            f"Install a driver of branch {row.span()}.", row)
     if row.branch_last is not None and branch > row.branch_last:
         return GpuSupportProblem(
             "driver-too-new",
             f"driver {driver} is branch R{branch}, which no longer drives {what}: R{row.branch_last} is their "
             "last branch",
-            f"Install a driver of branch {row.span()} (R{row.branch_last}, the legacy branch, is the newest that "
-            "drives them).", row)
+            f"Install a driver of branch {row.span()} (R{row.branch_last} is the newest that drives them).", row)
     return None
 
 
