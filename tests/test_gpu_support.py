@@ -124,3 +124,12 @@ def test_gate_judges_the_driver_branch_like_lock(tmp_path):
     assert rc == 1 and '"ED150"' in out and "R570 or newer" in out
     rc, out = _gate(tmp_path, "torch==2.11.0\n", "--driver", "580.65.06", "--gpu", "sm_120")
     assert '"ED150"' not in out
+
+
+def test_check_leaves_a_cuda13_cudnn_on_pascal_to_the_build_rules(tmp_path):
+    # no cuDNN of CUDA 13 supports compute capability 6.1 (CUDA 13 dropped Pascal): no cap helps, so ED151 stays
+    # quiet rather than advise a pin that cannot exist; the CUDA 12 wheel next to it is still judged
+    snap = machine(driver="580.65.06", driver_cuda="13.0", gpus=["NVIDIA GeForce GTX 1080:6.1"],
+                   packages={"nvidia-cudnn-cu13": "9.24.0.43", "nvidia-cudnn-cu12": "9.17.1.4"})
+    rc, found = _check(tmp_path, snap)
+    assert [f["subject"] for f in found] == ["nvidia-cudnn-cu12 9.17.1.4"]

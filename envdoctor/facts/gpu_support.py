@@ -85,17 +85,20 @@ def cudnn_supports_gpu(matrices: Any, cudnn_version: Optional[str], cc: Optional
 
 def cudnn_cap_for_gpu(matrices: Any, cc: Optional[str], cuda_major: Optional[int]) -> Optional[str]:
     """The upper bound (like "<9.17") below which every cuDNN release of CUDA `cuda_major` still supports `cc`;
-    None when none of the data's releases drops it."""
+    None when none of the data's releases drops it, or none supports it (then no cap helps)."""
     norm = normalize_cc(cc)
     if norm is None or matrices is None:
         return None
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
 
-    lows = []
+    lows, fits = [], False
     for r in matrices.cudnn_releases:
         if cuda_major is not None and cuda_major not in r.cuda_majors:
             continue
         if _cc_key(r.min_cc(cuda_major)) > _cc_key(norm):
             lows += [Version(s.version) for s in SpecifierSet(r.versions) if s.operator in (">=", "==", "~=")]
-    return f"<{min(lows)}" if lows else None
+        else:
+            fits = True
+    # no cap when no release of this CUDA major supports the GPU (CUDA 13 and Pascal): no pin helps there
+    return f"<{min(lows)}" if lows and fits else None

@@ -120,12 +120,14 @@ def cudnn_drops_gpu(ctx, r):
             prob = cudnn_supports_gpu(ctx.matrices, version, cc, major)
             if prob is None:
                 continue
+            if major is not None and cudnn_cap_for_gpu(ctx.matrices, cc, major) is None:
+                # no cuDNN of this CUDA major supports the GPU (CUDA 13 and Pascal): the CUDA major itself is what
+                # fails, and the framework build that brought it is judged for the GPU (ED200, jax's floor)
+                continue
             label = gpu_label(g, None)
             fix = [prob.fix]
             if major is not None:
-                cap = cudnn_cap_for_gpu(ctx.matrices, cc, major)
-                if cap:
-                    fix.append(f'$ pip install "nvidia-cudnn-cu{major}{cap}"')
+                fix.append(f'$ pip install "nvidia-cudnn-cu{major}{cudnn_cap_for_gpu(ctx.matrices, cc, major)}"')
             ev = [EvidenceItem("cuDNN found", where, src),
                   EvidenceItem(f"{label} compute capability", cc, "probe:nvidia"),
                   EvidenceItem(f"cuDNN {prob.row.label} minimum compute capability", prob.row.min_cc(major),
