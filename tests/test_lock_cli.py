@@ -304,7 +304,8 @@ def test_clash_exits_1_and_explains(capsys):
 
 
 def test_clash_json(capsys):
-    code, out, _ = lock(capsys, "--driver", "470.57.02", "--gpu", "sm_120", "--python-version", "3.11",
+    # R418 drives a Turing GPU but runs no CUDA 11+ build (R470 with sm_120 is refused outright: tests/test_gpu_support.py)
+    code, out, _ = lock(capsys, "--driver", "418.39", "--gpu", "sm_75", "--python-version", "3.11",
                         "--format", "json")
     data = json.loads(out)["clash"]
     assert code == 1 and data["ok"] is False and data["reasons"]

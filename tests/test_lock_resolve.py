@@ -276,16 +276,24 @@ def test_torch_and_tensorflow_exact_pins_really_conflict(m):
 
 
 def test_clash_names_each_constraint_and_relaxations_are_real(m):
-    c = Constraints(driver="470.57.02", gpus=[GpuTarget("12.0", "NVIDIA GeForce RTX 5090")], python="3.11")
+    # R418 drives a Turing GPU but runs no CUDA 11+ build: dropping the driver gives a lock that runs on the GPU,
+    # dropping the GPU does not help (no build runs on R418 at all)
+    c = Constraints(driver="418.39", gpus=[GpuTarget("7.5", "Tesla T4")], python="3.11")
     result = resolve(c, m)
     assert not result.ok
     msg = result.message()
-    assert "the driver 470.57.02" in msg and "sm_120" in msg
+    assert "the driver 418.39" in msg
     no_driver = next(r for r in result.relaxations if "driver" in r.dropped)
     no_gpu = next(r for r in result.relaxations if r.dropped.startswith("GPU"))
     assert no_driver.lock is not None and m.torch_variant(no_driver.lock.pick("torch").version,
-                                                          no_driver.lock.pick("torch").build).runs_on_cc("12.0")
-    assert no_gpu.lock is not None and m.driver_runs_cuda("470.57.02", no_gpu.lock.pick("torch").cuda)
+                                                          no_driver.lock.pick("torch").build).runs_on_cc("7.5")
+    assert no_gpu.lock is None
+
+
+def test_a_driver_branch_that_cannot_drive_the_gpu_is_refused_not_relaxed(m):
+    # R470 does not bind an RTX 5090 at all (Blackwell needs R570+, matrices/gpu_support.toml): no build helps
+    with pytest.raises(BadInput, match=r"R470.*Blackwell.*R570 or newer"):
+        resolve(Constraints(driver="470.57.02", gpus=[GpuTarget("12.0", "NVIDIA GeForce RTX 5090")], python="3.11"), m)
 
 
 def test_clash_with_a_version_spec_talks_about_that_version(m):
@@ -310,23 +318,25 @@ def test_clash_with_cuda_line_suggests_dropping_it(m):
 
 
 def test_ptx_only_fit_needs_toolkit_driver(m):
-    # tensorflow with compute_90 PTX on a Blackwell GPU: JIT needs the toolkit driver of its CUDA
+    # tensorflow with compute_90 PTX on a Blackwell GPU: JIT needs the toolkit driver of its CUDA. A driver between
+    # the MVC floor and that toolkit driver is older than Blackwell's first branch (R570), so it is refused as such
     rel = next(r for r in sorted(m.tensorflow_releases, key=lambda r: V(r.tested), reverse=True)
                if any(a.startswith("compute_") for a in r.compute_capabilities))
     toolkit = m.min_driver_for_cuda(rel.cuda)
     floor = m.mvc_floor(V(rel.cuda).major)
     assert V(floor) < V(toolkit)
     c = Constraints(frameworks=fw(tensorflow=rel.tested), driver=floor, gpus=[GpuTarget("12.0")], python="3.11")
-    result = resolve(c, m)
-    assert not result.ok and "PTX" in result.message()
-    ok = resolve(c.copy(driver=toolkit), m)
+    with pytest.raises(BadInput, match="R570 or newer"):
+        resolve(c, m)
+    first = max(toolkit, m.min_driver_for_cuda("12.8"), key=V)  # the toolkit driver, and Blackwell's first branch
+    ok = resolve(c.copy(driver=first), m)
     assert ok.ok and any("PTX" in w for w in ok.warnings)
 
 
 def test_relaxation_is_fast(m):
     start = time.process_time()
     resolve(Constraints(frameworks=fw("torch", "jax", tensorflow="2.16"), python="3.11",
-                        gpus=[GpuTarget("12.0")], driver="535.104.05"), m)
+                        gpus=[GpuTarget("12.0")], driver="570.26"), m)
     assert time.process_time() - start < 1.0
 
 

@@ -16,7 +16,7 @@ from envdoctor.errors import BadInput
 from envdoctor.options import Count, Seconds
 from envdoctor.target_options import complete_table
 
-TABLE_NAMES = ("cuda_driver", "gpus", "pytorch", "tensorflow", "jax", "cudnn", "incompatibilities")
+TABLE_NAMES = ("cuda_driver", "gpus", "pytorch", "tensorflow", "jax", "cudnn", "incompatibilities", "gpu_support")
 _NESTED = ("patch_rows", "variants", "plugins")
 
 
@@ -44,6 +44,8 @@ def table_rows(m, table: str) -> Dict[str, List[Any]]:
         return {"release": list(m.jax_releases), "plugin": [p for r in m.jax_releases for p in r.plugins.values()]}
     if table == "cudnn":
         return {"release": list(m.cudnn_releases)}
+    if table == "gpu_support":
+        return {"branch": list(m.driver_branches)}
     if table == "incompatibilities":
         return {"fact": list(m.incompatibilities), "deprecated_distribution": list(m.deprecated_distributions)}
     raise BadInput(f"unknown table {table!r}; tables: {', '.join(TABLE_NAMES)}")

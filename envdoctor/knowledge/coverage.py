@@ -36,6 +36,7 @@ def coverage_markdown(m) -> str:
                 f"{sum(len(r.plugins) for r in m.jax_releases)} CUDA plugin rows)"),
         "cudnn": f"{len(m.cudnn_releases)} cuDNN version ranges",
         "incompatibilities": f"{len(m.incompatibilities)} single facts",
+        "gpu_support": f"driver branches of {len(m.driver_branches)} GPU architecture groups",
     }
     lines: List[str] = [BEGIN, "", "| table | covers | rows | UNVERIFIED |", "| --- | --- | ---: | ---: |"]
     for table in TABLE_NAMES:

@@ -37,7 +37,8 @@ _toml = _LazyToml()
 from . import tables as T
 
 SCHEMA_VERSION = "v1"
-TABLES: Tuple[str, ...] = ("cuda_driver", "gpus", "pytorch", "tensorflow", "jax", "cudnn", "incompatibilities")
+TABLES: Tuple[str, ...] = ("cuda_driver", "gpus", "pytorch", "tensorflow", "jax", "cudnn", "incompatibilities",
+                           "gpu_support")
 
 # --------------------------------------------------------------------------- field kinds
 
@@ -209,6 +210,14 @@ SPECS: Dict[str, Dict[str, RowSpec]] = {
             dict(cc_min_by_cuda="dict_cc", driver_min_linux="dict_version", driver_min_windows="dict_version",
                  note="text"),
             ("versions",)),
+    },
+    "gpu_support": {
+        # the driver branches that drive GPUs of `ccs`: from branch_min (the first CUDA's toolkit driver) to
+        # branch_last (retired architectures only)
+        "branch": RowSpec(
+            _req(family="str", ccs="list_str"),
+            dict(branch_min="int", branch_last="int", first_cuda="version", note="text"),
+            ("family", "ccs"), lambda r: (r["family"], tuple(r["ccs"]))),
     },
     "incompatibilities": {
         "fact": RowSpec(
@@ -609,6 +618,10 @@ def build_cudnn(mt: MergedTable) -> List[T.CudnnRelease]:
     out = [_kw(T.CudnnRelease, r.data, r.origin) for r in mt.rows.get("release", [])]
     out.sort(key=lambda r: min((Version(s.version) for s in SpecifierSet(r.versions)), default=Version("0")))
     return out
+
+
+def build_gpu_support(mt: MergedTable) -> List[T.DriverBranchSupport]:
+    return [_kw(T.DriverBranchSupport, r.data, r.origin) for r in mt.rows.get("branch", [])]
 
 
 def build_incompatibilities(mt: MergedTable) -> List[T.Incompatibility]:

@@ -15,6 +15,7 @@ from .tables import (
     CudaRelease,
     CudnnRelease,
     DeprecatedDistribution,
+    DriverBranchSupport,
     GpuInfo,
     Incompatibility,
     JaxRelease,
@@ -70,6 +71,7 @@ class Matrices:
         cudnn_releases: List[CudnnRelease],
         incompatibilities: List[Incompatibility],
         deprecated_distributions: Optional[List[DeprecatedDistribution]] = None,
+        driver_branches: Optional[List[DriverBranchSupport]] = None,
     ) -> None:
         self.collected = collected
         self.warnings = warnings
@@ -89,6 +91,7 @@ class Matrices:
         self._tf = {r.version: r for r in tensorflow_releases}
         self._facts = {f.key: f for f in incompatibilities}
         self.deprecated_distributions = list(deprecated_distributions or [])
+        self.driver_branches = list(driver_branches or [])
         self._gpu_index: Dict[Tuple[str, ...], GpuInfo] = {}
         for g in gpus:
             for spelling in [g.name] + list(g.aliases):
@@ -103,6 +106,13 @@ class Matrices:
                 self._gpu_index.setdefault(key, g)
 
     # ------------------------------------------------------------------ CUDA / driver
+
+    def driver_branch_support(self, cc: object) -> Optional[DriverBranchSupport]:
+        """The [[branch]] row (gpu_support.toml) of a compute capability; None when the data has none."""
+        for row in self.driver_branches:
+            if row.covers(cc):
+                return row
+        return None
 
     def cuda_release(self, version: str) -> Optional[CudaRelease]:
         """The row of a toolkit version: ``"12.4"`` -> the 12.4 GA row, ``"12.4.1"`` -> that update.
@@ -371,6 +381,7 @@ def load_matrices(cache_dir: Optional[Path] = None, bundled_dir: Optional[Path] 
     facts = guarded("incompatibilities", lambda: L.build_incompatibilities(merged["incompatibilities"]), [])
     deprecated = guarded("incompatibilities",
                          lambda: L.build_deprecated_distributions(merged["incompatibilities"]), [])
+    branches = guarded("gpu_support", lambda: L.build_gpu_support(merged["gpu_support"]), [])
     table_collected = {t: m.collected for t, m in merged.items()}
     dates = [d for d in table_collected.values() if d]
     return Matrices(
@@ -389,4 +400,5 @@ def load_matrices(cache_dir: Optional[Path] = None, bundled_dir: Optional[Path] 
         cudnn_releases=cudnn,
         incompatibilities=facts,
         deprecated_distributions=deprecated,
+        driver_branches=branches,
     )

@@ -19,6 +19,7 @@ __all__ = [
     "CondaChannel",
     "CudaRelease",
     "CudnnRelease",
+    "DriverBranchSupport",
     "GpuInfo",
     "Incompatibility",
     "JaxPlugin",
@@ -569,6 +570,44 @@ class CudnnRelease(_Row):
             return None
         rel = v.release + (0, 0)
         return rel[0] * self.version_multiplier + rel[1] * 100 + rel[2]
+
+
+# --------------------------------------------------------------------------- driver branch per GPU architecture
+
+
+def driver_branch(version: object) -> Optional[int]:
+    """The branch of a driver version: 535 for ``"535.104.05"``; None if unparsable."""
+    v = parse_version(version)
+    return v.release[0] if v is not None else None
+
+
+@dataclass(frozen=True)
+class DriverBranchSupport(_Row):
+    """The driver branches that drive GPUs of ``ccs``: ``branch_min`` (None: older than any CUDA build in the
+    data) up to ``branch_last`` (None: still supported)."""
+
+    family: str
+    ccs: List[str]
+    source: str
+    verified: str
+    branch_min: Optional[int] = None
+    branch_last: Optional[int] = None
+    first_cuda: Optional[str] = None
+    note: Optional[str] = None
+    origin: str = ""
+
+    def covers(self, cc: object) -> bool:
+        return normalize_cc(cc) in {normalize_cc(c) for c in self.ccs}
+
+    def span(self) -> str:
+        """``"R570 or newer"`` / ``"R384 to R580"`` / ``"R470 or older"``."""
+        if self.branch_min is not None and self.branch_last is not None:
+            return f"R{self.branch_min} to R{self.branch_last}"
+        if self.branch_min is not None:
+            return f"R{self.branch_min} or newer"
+        if self.branch_last is not None:
+            return f"R{self.branch_last} or older"
+        return "any branch"
 
 
 # --------------------------------------------------------------------------- other facts

@@ -35,6 +35,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.errors import BadInput
+from envdoctor.facts.gpu_support import cudnn_cap_for_gpu, cudnn_supports_gpu, driver_supports_gpu
 from envdoctor.knowledge.tables import build_runs_on_cc, normalize_cc, parse_version
 
 FRAMEWORKS = ("torch", "tensorflow", "jax")
@@ -197,9 +198,9 @@ def _version(text: str) -> Optional[Version]:
 
 
 @functools.lru_cache(maxsize=512)
-def _cudnn_min_cc(m: Any, cudnn: str, cuda_major: int) -> Optional[str]:
-    row = m.cudnn_release(cudnn)
-    return row.min_cc(cuda_major) if row is not None else None
+def _cudnn_on_gpu(m: Any, cudnn: str, cc: str, cuda_major: int) -> Optional[str]:
+    prob = cudnn_supports_gpu(m, cudnn, cc, cuda_major)
+    return prob.message if prob is not None else None
 
 
 @functools.lru_cache(maxsize=512)
@@ -494,10 +495,9 @@ def candidate_problems(m: Any, cand: Candidate, c: Constraints, warnings: Option
                 warnings.append(f"{cand.label} runs on {g.display()} only through PTX JIT (first start compiles kernels; "
                                 f"needs driver >= {toolkit or 'the CUDA ' + str(cand.cuda) + ' toolkit driver'})")
         if cand.cudnn and cand.cuda_major is not None:
-            min_cc = _cudnn_min_cc(m, cand.cudnn, cand.cuda_major)
-            if min_cc is not None and _v(g.cc) < _v(min_cc):
-                probs.append(Problem(f"gpu:{g.cc}", f"{cand.label} brings cuDNN {cand.cudnn}, which needs compute capability "
-                                     f">= {min_cc}; GPU {g.display()} is {g.cc}"))
+            why_not = _cudnn_on_gpu(m, cand.cudnn, g.cc, cand.cuda_major)
+            if why_not is not None:
+                probs.append(Problem(f"gpu:{g.cc}", f"{cand.label} brings {why_not} (GPU {g.display()})"))
     return probs
 
 
@@ -603,7 +603,8 @@ def group_problem(cands: Sequence[Candidate]) -> Optional[Problem]:
 
 @dataclass
 class SharedPin:
-    """A package more than one chosen build requires, with the specifier they agree on."""
+    """A package more than one chosen build requires, with the specifier they agree on (or one build's pin capped
+    for a target GPU: `by` then names the cap)."""
 
     name: str
     spec: str
@@ -827,6 +828,9 @@ def validate(c: Constraints, m: Any) -> None:
         if normalize_cc(g.cc) is None or m.arch(g.cc) is None:
             known = ", ".join("sm_" + k.replace(".", "") for k in sorted(m.archs, key=Version))
             raise BadInput(f"unknown GPU architecture {g.display()}; the data knows {known}")
+        prob = driver_supports_gpu(m, c.driver, g.cc)
+        if prob is not None:  # no build helps: the driver does not bind the GPU at all
+            raise BadInput(f"GPU {g.display()}: {prob.message}; {prob.fix[0].lower() + prob.fix[1:]}")
     if c.python is not None:
         pv = parse_version(c.python)
         if pv is None or pv.major != 3:
@@ -915,13 +919,25 @@ def _finish(m: Any, c: Constraints, picks: List[Candidate], warnings: List[str])
             agreed = shared_by_name[name].spec if name in shared_by_name else spec
             if agreed.startswith("=="):
                 continue  # an exact cuDNN: already judged against every GPU
-            for g in c.gpus:
-                too_new = [r for r in m.cudnn_releases if intersect((r.versions, agreed)) is not None
-                           and _v(g.cc) < _v(r.min_cc(p.cuda_major))]
-                if too_new:
-                    warnings.append(f"{p.label} accepts cuDNN {agreed}; pip picks the newest, and cuDNN {too_new[0].label} "
-                                    f"needs compute capability >= {too_new[0].min_cc(p.cuda_major)} (GPU {g.display()}): "
-                                    f"pin {name} to an older version")
+            caps = [(cap, g) for g in c.gpus for cap in [cudnn_cap_for_gpu(m, g.cc, p.cuda_major)] if cap]
+            if not caps:
+                continue
+            cap, g = min(caps, key=lambda x: _v(x[0][1:]))
+            capped = intersect((agreed, cap))
+            if capped is None:
+                continue  # every cuDNN the build accepts drops the GPU: judged with the candidate
+            # pip picks the newest cuDNN the pin allows; cap it below the first release that drops the GPU
+            capped = merged_spec([agreed, cap])
+            cap_why = f"cap for GPU {g.display()}: cuDNN {cap[1:]} and newer drop compute capability {g.cc}"
+            if name in shared_by_name:
+                sp = shared_by_name[name]
+                sp.spec, sp.by = capped, sp.by + [(cap_why, cap)]
+            else:
+                sp = SharedPin(name, capped, [(p.label, spec), (cap_why, cap)])
+                shared.append(sp)
+                shared_by_name[name] = sp
+            warnings.append(f"{p.label} accepts cuDNN {agreed}; pip would pick the newest, which drops GPU "
+                            f"{g.display()}: {name} is pinned {capped}")
     for p in picks:
         if p.pins_known == "cudnn-only" and len(picks) > 1:
             warnings.append(f"{p.label}: only its cuDNN pin is in the data (the download index's other nvidia-* pins "

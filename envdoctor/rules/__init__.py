@@ -22,6 +22,7 @@ RULE_MODULES = (
     "installers",
     "accelerators",
     "hostfacts",
+    "gpu_support",
 )
 
 for _name in RULE_MODULES:
