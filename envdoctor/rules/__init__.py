@@ -22,6 +22,8 @@ RULE_MODULES = (
     "installers",
     "accelerators",
     "hostfacts",
+    "known_broken",
+    "system_runtime",
 )
 
 for _name in RULE_MODULES:
