@@ -34,7 +34,9 @@ def _loader_known(ctx) -> bool:
         return False
     if ctx.os == "windows":
         return any(e.source == DLL_SCAN for e in ctx.snap.loader.evidence)
-    return True
+    # a working driver's libcuda.so.1 is always on the loader's record (ld.so cache, WSL's /usr/lib/wsl/lib, the
+    # container runtime's mounts): a record without it is incomplete (an old snapshot, an unreadable cache)
+    return any(lib.name == "libcuda" for lib in ctx.snap.loader.libraries)
 
 
 def _wanted(fw, os_name: str) -> List[Tuple[object, str]]:
@@ -83,7 +85,8 @@ ld.so cache, leaves TensorFlow logging "Could not load dynamic library ..." and 
 devices": the GPU goes unused although import works. The names per CUDA and cuDNN version are data
 (matrices/system_runtime.toml, from TensorFlow's own loader messages in public reports); the build's versions come
 from its build_info. Judged only on a machine with a usable NVIDIA GPU, only when the loader probe ran (on Windows:
-when it looked for the DLLs on PATH), and for pip builds (a conda build finds the env's CUDA by its RPATH). On Linux
+when it looked for the DLLs on PATH; on Linux: when its record holds the driver's libcuda, as every complete one does),
+and for pip builds (a conda build finds the env's CUDA by its RPATH). On Linux
 cuDNN is ED300's; this rule names the CUDA runtime and cuBLAS.
 """,
     example="tensorflow 2.10.0 (CUDA 11.2, cuDNN 8) on Windows with CUDA 10.1 on PATH: `ED340 error` "

@@ -21,6 +21,9 @@ def linux_lib(name, version, d="/usr/local/cuda/lib64"):
     return Library(name=name, path=f"{d}/{name}.so.{version}", version=version, via="ldconfig")
 
 
+LIBCUDA = linux_lib("libcuda", "535.104.05", "/usr/lib/x86_64-linux-gnu")
+
+
 def windows(libs, scanned=True, **kw):
     snap = machine(frameworks=[tensorflow("2.10.0", cuda="11.2", cudnn="8")], system="Windows",
                    machine_arch="AMD64", libraries=libs, python="3.10.11", **kw)
@@ -81,7 +84,7 @@ def test_tf_2_11_on_linux_with_only_a_cuda_12_toolkit():
     a system-CUDA TensorFlow ('Cannot dlopen some GPU libraries ... Skipping registering GPU devices') where the
     toolkit on the loader path is of another major."""
     snap = machine(frameworks=[tensorflow("2.11.0", cuda="11.2", cudnn="8")],
-                   libraries=[linux_lib("libcudart", "12.2.140"), linux_lib("libcublas", "12.2.5.6")], **GPU)
+                   libraries=[LIBCUDA, linux_lib("libcudart", "12.2.140"), linux_lib("libcublas", "12.2.5.6")], **GPU)
     (f,) = by_id(check(snap, ["ED340"]), "ED340")
     assert f.severity == "error" and "libcudart.so.11.0" in f.message and "libcublas.so.11" in f.message
     assert "libcudnn" not in f.message  # cuDNN on Linux is ED300's
@@ -89,11 +92,12 @@ def test_tf_2_11_on_linux_with_only_a_cuda_12_toolkit():
 
 @pytest.mark.parametrize("snap", [
     pytest.param(machine(frameworks=[tensorflow("2.11.0", cuda="11.2", cudnn="8")],
-                         libraries=[linux_lib("libcudart", "11.8.89"), linux_lib("libcublas", "11.11.3.6")], **GPU),
+                         libraries=[LIBCUDA, linux_lib("libcudart", "11.8.89"), linux_lib("libcublas", "11.11.3.6")], **GPU),
                  id="cuda-11.8-runtime-serves-an-11.2-build"),
     pytest.param(machine(frameworks=[tensorflow("2.11.0", cuda="11.2", cudnn="8")]), id="cpu-laptop"),
     pytest.param(machine(frameworks=[tensorflow("2.11.0", cuda="11.2", cudnn="8")], wsl=2,
-                         libraries=[linux_lib("libcudart", "11.8.89", "/home/u/miniconda3/envs/tf/lib"),
+                         libraries=[linux_lib("libcuda", "1", "/usr/lib/wsl/lib"),
+                                    linux_lib("libcudart", "11.8.89", "/home/u/miniconda3/envs/tf/lib"),
                                     linux_lib("libcublas", "11.11.3.6", "/home/u/miniconda3/envs/tf/lib")], **GPU),
                  id="wsl2-conda-cudatoolkit-on-ld-library-path"),
 ])
@@ -101,15 +105,28 @@ def test_linux_healthy_is_silent(snap):
     assert by_id(check(snap, ["ED340"]), "ED340") == []
 
 
+def test_a_loader_record_without_libcuda_is_not_judged():
+    """An incomplete record (an old snapshot, an unreadable ld.so cache) would make every library look missing."""
+    snap = machine(frameworks=[tensorflow("2.11.0", cuda="11.2", cudnn="8")],
+                   libraries=[linux_lib("libcudart", "12.2.140")], **GPU)
+    assert by_id(check(snap, ["ED340"]), "ED340") == []
+    snap.loader.libraries.append(LIBCUDA)
+    assert [f.id for f in check(snap, ["ED340"])] == ["ED340"]
+
+
 def test_and_cuda_wheels_are_not_a_system_cuda_build():
     """TF 2.15.0 with its [and-cuda] wheels loads them through its RPATH: no system CUDA needed."""
     from tests.rules.test_known_broken import tf_and_cuda
 
-    assert by_id(check(tf_and_cuda("2.15.0", **GPU), ["ED340"]), "ED340") == []
+    snap = tf_and_cuda("2.15.0", libraries=[LIBCUDA], **GPU)
+    assert by_id(check(snap, ["ED340"]), "ED340") == []
+    snap.python.frameworks[0].requires = []  # the same build without its [and-cuda] wheels needs the system's
+    snap.python.packages = {"tensorflow": "2.15.0"}
+    assert by_id(check(snap, ["ED340"]), "ED340") == []  # no CUDA 12 row in the data: not judged, never guessed
 
 
 def test_conda_built_tensorflow_is_not_judged():
-    snap = machine(frameworks=[tensorflow("2.11.0", cuda="11.2", cudnn="8")], **GPU)
+    snap = machine(frameworks=[tensorflow("2.11.0", cuda="11.2", cudnn="8")], libraries=[LIBCUDA], **GPU)
     snap.installers.dists = {"tensorflow": "conda"}
     assert by_id(check(snap, ["ED340"]), "ED340") == []
 
