@@ -116,7 +116,7 @@ def test_a_loader_record_without_libcuda_is_not_judged():
 
 def test_and_cuda_wheels_are_not_a_system_cuda_build():
     """TF 2.15.0 with its [and-cuda] wheels loads them through its RPATH: no system CUDA needed."""
-    from tests.rules.test_known_broken import tf_and_cuda
+    from tests.generalise.test_class10_known_broken import tf_and_cuda
 
     snap = tf_and_cuda("2.15.0", libraries=[LIBCUDA], **GPU)
     assert by_id(check(snap, ["ED340"]), "ED340") == []
