@@ -152,3 +152,24 @@ def test_explain_documents_the_rule():
     proc = run("explain", "ED340")
     assert proc.returncode == 0, proc.stderr
     assert "system_runtime.toml" in proc.stdout and "issues/61438" in proc.stdout
+
+
+def test_the_loader_probe_scans_path_on_a_windows_snapshot_only(tmp_path):
+    """The probe itself, on this (live) machine with a Windows platform record: the DLLs of PATH's folders are
+    recorded with the evidence line ED340 requires; the same PATH on a Linux record is not scanned."""
+    from envdoctor.fsroot import Root
+    from envdoctor.probes import loader
+    from envdoctor.probes.base import ProbeContext
+    from envdoctor.snapshot import Snapshot
+
+    d = tmp_path / "CUDA" / "v11.2" / "bin"
+    d.mkdir(parents=True)
+    (d / "cudart64_110.dll").write_bytes(b"MZ")
+    (d / "cudnn64_8.dll").write_bytes(b"MZ")
+    for system, expect in (("Windows", {"cudart64_110.dll", "cudnn64_8.dll"}), ("Linux", set())):
+        snap = Snapshot()
+        snap.platform.system = system
+        loader.probe(ProbeContext(root=Root(), env={"PATH": f"{d};{tmp_path / 'none'}"}, timeout=20), snap)
+        dlls = {x.path.rsplit("\\", 1)[-1] for x in snap.loader.libraries if x.via == "PATH"}
+        assert dlls == expect
+        assert any(e.source == DLL_SCAN for e in snap.loader.evidence) == (system == "Windows")
