@@ -113,7 +113,7 @@ DLL_SCAN = "dll-scan:PATH"
 
 def windows_dlls(path_value: str, listdir) -> List[Library]:
     """The CUDA runtime, cuBLAS and cuDNN DLLs in the folders of a Windows PATH value (`listdir(folder)` lists one;
-    an unreadable folder lists nothing). The first folder that holds a name wins, as LoadLibrary's search does."""
+    an unreadable folder lists nothing). In PATH order: the first folder that holds a name is the one recorded."""
     out: List[Library] = []
     seen: Set[str] = set()
     for d in [p for p in path_value.split(";") if p.strip()]:
