@@ -435,7 +435,8 @@ def test_junit_report(capsys, tmp_path):
 
 def test_each_file_alone_or_together(capsys, here):
     (here / "a.txt").write_text("torch==2.1.2\n")
-    (here / "b.txt").write_text("tensorflow[and-cuda]==2.15.0\n")
+    # 2.15.1, not 2.15.0: `pip install tensorflow[and-cuda]==2.15.0` cannot resolve its tensorrt pins (ED450)
+    (here / "b.txt").write_text("tensorflow[and-cuda]==2.15.1\n")
     target = ["--driver", "535.104.05", "--gpu", "sm_80", "--python-version", "3.10"]
     assert cli(["gate", "a.txt", "b.txt"] + target, capsys)[0] == 0
     rc, out, _ = cli(["gate", "a.txt", "b.txt", "--together"] + target, capsys)

@@ -106,6 +106,36 @@ class _Collector:
         return n
 
 
+# native Windows: the CUDA DLLs a build that loads the system CUDA asks for (rule ED340), looked up on PATH
+DLL_PREFIXES = ("cudart64_", "cublas64_", "cudnn64_")
+DLL_SCAN = "dll-scan:PATH"
+
+
+def windows_dlls(path_value: str, listdir) -> List[Library]:
+    """The CUDA runtime, cuBLAS and cuDNN DLLs in the folders of a Windows PATH value (`listdir(folder)` lists one;
+    an unreadable folder lists nothing). In PATH order: the first folder that holds a name is the one recorded."""
+    out: List[Library] = []
+    seen: Set[str] = set()
+    for d in [p for p in path_value.split(";") if p.strip()]:
+        for name in listdir(d):
+            low = name.lower()
+            if low.endswith(".dll") and low.startswith(DLL_PREFIXES) and low not in seen:
+                seen.add(low)
+                stem = low[:-4]
+                lib, _, version = stem.rpartition("_")
+                out.append(Library(name=lib, path=d.rstrip("\\/") + "\\" + name, version=version or None, via="PATH"))
+    return out
+
+
+def _listdir(d: str) -> List[str]:
+    import os
+
+    try:
+        return sorted(os.listdir(d))
+    except OSError:
+        return []
+
+
 def _ld_so_conf_dirs(ctx: ProbeContext) -> Tuple[List[str], List[str]]:
     """Dirs from /etc/ld.so.conf (and its includes) inside the root, plus the trusted dirs."""
     dirs: List[str] = []
@@ -186,4 +216,9 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
             f"({len(dirs)} dirs)",
         ))
     loader.libraries = col.libraries
+    if (snap.platform.system or "").lower().startswith("win") and ctx.root.is_live:
+        dlls = windows_dlls(env.get("PATH", ""), _listdir)
+        loader.libraries.extend(dlls)
+        loader.evidence.append(Evidence(DLL_SCAN, f"{len(dlls)} CUDA DLLs on PATH: "
+                                                  + ", ".join(posixpath.basename(x.path.replace("\\", "/")) for x in dlls)[:500]))
     snap.loader = loader

@@ -23,6 +23,8 @@ RULE_MODULES = (
     "accelerators",
     "hostfacts",
     "gpu_support",
+    "known_broken",
+    "system_runtime",
 )
 
 for _name in RULE_MODULES:

@@ -101,7 +101,7 @@ def _torch_with_pins(version):
 
 
 def _healthy_machines():
-    from envdoctor.snapshot import Cudnn, Evidence
+    from envdoctor.snapshot import Cudnn, Evidence, Library
     from tests.snapfactory import jax, tensorflow
 
     out = {}
@@ -122,7 +122,12 @@ def _healthy_machines():
     out["2020: V100, driver 450, TF 2.4 on system CUDA 11.0 + cuDNN 8.0.4"] = machine(
         driver="450.80.02", driver_cuda="11.0", gpus=["Tesla V100-SXM2-16GB:7.0"], python="3.8.10",
         frameworks=[tensorflow("2.4.0", cuda="11.0", cudnn="8")],
-        cudnn=[Cudnn("8.0.4", "library", f"{lib}/libcudnn.so.8.0.4", [Evidence("cmd:ldconfig -p", "libcudnn.so.8")])])
+        cudnn=[Cudnn("8.0.4", "library", f"{lib}/libcudnn.so.8.0.4", [Evidence("cmd:ldconfig -p", "libcudnn.so.8")])],
+        # CUDA 11.0.3's runtime and cuBLAS in the ld.so cache, next to the driver's libcuda (ED340 judges them)
+        libraries=[Library("libcuda", f"{lib}/libcuda.so.450.80.02", "450.80.02", "ldconfig"),
+                   Library("libcudart", "/usr/local/cuda-11.0/lib64/libcudart.so.11.0.221", "11.0.221", "ldconfig"),
+                   Library("libcublas", "/usr/local/cuda-11.0/lib64/libcublas.so.11.2.0.252", "11.2.0.252",
+                           "ldconfig")])
     newest = max(RELEASES, key=Version)
     fw, pk = _torch_with_pins(newest)
     out[f"2026: RTX 5090, driver 580, torch {newest} with its pins"] = machine(
