@@ -173,8 +173,10 @@ def test_startup_imports_no_command_module():
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
-@pytest.mark.parametrize("fmt", ["json", "markdown", "text"])
+@pytest.mark.parametrize("fmt", ["json", "markdown", "text", "junit", "sarif", "prometheus"])
 def test_finding_messages_are_redacted_too(tmp_path, fmt):
+    """A path under the home directory, quoted by a finding (or a metric label), is redacted unless --no-redact:
+    every format goes through the one redactor."""
     from envdoctor.snapshot import Toolkit
 
     home = os.path.expanduser("~")

@@ -14,11 +14,11 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.fakes import wait_until
 from tests.test_fleet import envdoctor, ok
 
 pytestmark = pytest.mark.slurm
@@ -29,15 +29,6 @@ def _port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _wait(cond, seconds: float) -> bool:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(0.5)
-    return False
 
 
 @pytest.fixture
@@ -90,7 +81,7 @@ def slurm(tmp_path):
             started.append(d / f"slurmd-{n}.pid")
             if p.returncode != 0:
                 pytest.skip(f"slurmd -N {n} cannot start (multiple-slurmd mode): {p.stderr.strip()[:200]}")
-        if not _wait(lambda: run("sinfo", "-h", "-o", "%T %D", env=env).stdout.split()[:2] == ["idle", "2"], 60):
+        if not wait_until(lambda: run("sinfo", "-h", "-o", "%T %D", env=env).stdout.split()[:2] == ["idle", "2"], 60):
             log = (d / "slurmctld.log").read_text()[-300:] if (d / "slurmctld.log").exists() else ""
             pytest.skip(f"the two Slurm nodes did not come up idle: {log}")
         yield env, d
@@ -104,7 +95,7 @@ def slurm(tmp_path):
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
-            _wait(lambda: not os.path.exists(f"/proc/{pid}"), 15)
+            wait_until(lambda: not os.path.exists(f"/proc/{pid}"), 15)
 
 
 def test_srun_collects_snapshots_from_two_nodes(slurm, tmp_path):

@@ -184,27 +184,6 @@ def test_gate_prometheus_parses(capsys):
     assert sample.value >= 1 and families["envdoctor_driver_info"].samples[0].labels["version"] == "470.57.02"
 
 
-@pytest.mark.parametrize("fmt", ["junit", "sarif", "prometheus"])
-def test_new_check_formats_are_redacted_like_the_others(capsys, tmp_path, fmt):
-    """A path under the home directory, quoted by a finding (junit, sarif) or a metric label (prometheus), is
-    redacted unless --no-redact (every format goes through the one redactor)."""
-    import os
-
-    from envdoctor.snapshot import Snapshot, Toolkit
-
-    home = os.path.expanduser("~")
-    s = Snapshot(envdoctor_version="t", created="2026-01-01T00:00:00+00:00")
-    s.platform.system = "Linux"
-    s.driver.state = "not_installed"
-    s.toolkits = [Toolkit(path=f"{home}/opt/cuda-12.4", version="12.4.131", version_source="nvcc", is_default=True)]
-    p = tmp_path / "snap.json"
-    p.write_text(s.to_json())
-    rc, out, _ = cli(["check", "--snapshot", str(p), "--format", fmt], capsys)
-    assert rc == 0 and "~/opt/cuda-12.4" in out and f"{home}/opt" not in out
-    rc, out, _ = cli(["check", "--snapshot", str(p), "--format", fmt, "--no-redact"], capsys)
-    assert f"{home}/opt/cuda-12.4" in out
-
-
 # --------------------------------------------------------------------------- one mark per severity
 
 
