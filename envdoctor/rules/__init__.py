@@ -25,6 +25,8 @@ RULE_MODULES = (
     "gpu_support",
     "known_broken",
     "system_runtime",
+    "libcuda",
+    "ptxas",
 )
 
 for _name in RULE_MODULES:

@@ -1,0 +1,207 @@
+"""ED160-ED161: the ptxas that XLA (jax, TensorFlow) runs at run time, against the build, the GPU and the driver.
+
+XLA compiles every jitted function to PTX and assembles it with the first ptxas it finds: the folder named by
+--xla_gpu_cuda_data_dir in XLA_FLAGS, then PATH (jax-ml/jax#25718: a system ptxas on PATH wins over the pip wheel),
+then the nvidia-cuda-nvcc wheel, then the CUDA folder (/usr/local/cuda). From the snapshot: XLA_FLAGS
+(loader.gpu_env), the toolkits (their version, how they were found: PATH, /usr/local/cuda), the installed
+nvidia-cuda-nvcc wheel's version. The ptxas is judged against what the build says it needs (the plugin's
+nvidia-cuda-nvcc requirement, TensorFlow's build CUDA), the GPU (matrices/gpus.toml: the first CUDA that targets it)
+and the driver's CUDA.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from typing import List, NamedTuple, Optional
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import InvalidVersion, Version
+
+from envdoctor.rules.base import EvidenceItem, rule
+
+NVCC_WHEELS = ("nvidia-cuda-nvcc-cu13", "nvidia-cuda-nvcc-cu12", "nvidia-cuda-nvcc-cu11", "nvidia-cuda-nvcc")
+
+
+class Ptxas(NamedTuple):
+    version: Optional[str]  # "12.1.66"; None: the folder holds no recorded toolkit
+    where: str  # "/usr/local/cuda-12.1/bin/ptxas"
+    via: str  # XLA_FLAGS | PATH | nvidia-cuda-nvcc wheel | CUDA folder
+
+
+def _xy(text: Optional[str]) -> Optional[Version]:
+    try:
+        rel = Version(str(text)).release
+    except (InvalidVersion, TypeError):
+        return None
+    return Version(f"{rel[0]}.{rel[1] if len(rel) > 1 else 0}")
+
+
+def _data_dir(gpu_env: dict) -> Optional[str]:
+    try:
+        words = shlex.split(gpu_env.get("XLA_FLAGS", ""))
+    except ValueError:
+        words = gpu_env.get("XLA_FLAGS", "").split()
+    for w in words:
+        m = re.match(r"--xla_gpu_cuda_data_dir=(.+)", w)
+        if m:
+            return m.group(1).rstrip("/")
+    return None
+
+
+def xla_ptxas(snap) -> Optional[Ptxas]:
+    """The ptxas XLA will run, in XLA's search order, or None when none is recorded."""
+    tks = list(snap.toolkits)
+    d = _data_dir(snap.loader.gpu_env)
+    if d:
+        tk = next((t for t in tks if t.path.rstrip("/") == d), None)
+        return Ptxas(tk.version if tk else None, f"{d}/bin/ptxas", "XLA_FLAGS")
+    tk = next((t for t in tks if "PATH" in t.found_by and t.version), None)
+    if tk is not None:
+        return Ptxas(tk.version, f"{tk.path.rstrip('/')}/bin/ptxas", "PATH")
+    for name in NVCC_WHEELS:
+        v = snap.python.packages.get(name)
+        if v:
+            return Ptxas(v, f"site-packages/nvidia/cuda_nvcc/bin/ptxas ({name} {v})", "nvidia-cuda-nvcc wheel")
+    tk = next((t for t in tks if t.path.rstrip("/") == "/usr/local/cuda" or t.is_default), None)
+    if tk is not None and tk.version:
+        return Ptxas(tk.version, f"{tk.path.rstrip('/')}/bin/ptxas", "CUDA folder")
+    return None
+
+
+class XlaBuild(NamedTuple):
+    label: str
+    needs: Optional[Version]  # the oldest ptxas CUDA X.Y the build's PTX needs, when the build says
+    says: str  # where that came from
+
+
+def xla_builds(ctx) -> List[XlaBuild]:
+    out = []
+    for fw in ctx.frameworks:
+        if fw.build != "cuda":
+            continue
+        if fw.name == "tensorflow":
+            need = _xy(fw.cuda_version) if fw.cuda_version and "." in fw.cuda_version else None
+            out.append(XlaBuild(f"{fw.distribution} {fw.version}", need, "build_info cuda_version"))
+        elif fw.name.startswith("jax-cuda") or fw.name == "jaxlib":
+            need, says = None, ""
+            for line in fw.requires:
+                try:
+                    req = Requirement(line)
+                except InvalidRequirement:
+                    continue
+                if req.name.startswith("nvidia-cuda-nvcc"):
+                    floors = [s.version for s in req.specifier if s.operator in (">=", "==", "~=")]
+                    if floors:
+                        need, says = _xy(floors[0]), f"Requires-Dist: {line}"
+            out.append(XlaBuild(f"{fw.distribution} {fw.version}", need, says))
+    return out
+
+
+def _fix(p: Ptxas) -> List[str]:
+    fix = []
+    if p.via == "PATH":
+        fix.append(f"Take {p.where.rsplit('/bin/', 1)[0]}/bin off PATH for this program, so XLA finds the "
+                   "nvidia-cuda-nvcc wheel's ptxas (`pip install -U 'jax[cuda12]'` brings it)")
+    if p.via == "XLA_FLAGS":
+        fix.append("Remove --xla_gpu_cuda_data_dir from XLA_FLAGS, or point it at a CUDA toolkit new enough")
+    fix.append("Or point XLA at a new enough ptxas: "
+               "XLA_FLAGS=--xla_gpu_cuda_data_dir=<site-packages>/nvidia/cuda_nvcc")
+    return fix
+
+
+_REFS = [
+    "https://github.com/jax-ml/jax/issues/25718",
+    "https://github.com/jax-ml/jax/issues/25344",
+    "https://github.com/jax-ml/jax/issues/13570",
+    "https://github.com/jax-ml/jax/issues/6799",
+]
+
+
+@rule(
+    id="ED160",
+    name="xla-ptxas-too-old",
+    title="The ptxas XLA will run is too old for the build's PTX or for the GPU",
+    severity="error",
+    area="jax",
+    rationale="""
+jax and TensorFlow compile at run time: XLA emits PTX of the ISA its build's CUDA knows and runs ptxas on it. The
+ptxas is the first one XLA finds: --xla_gpu_cuda_data_dir in XLA_FLAGS, then PATH, then the nvidia-cuda-nvcc wheel,
+then /usr/local/cuda. A system CUDA on PATH that is older than what the build needs (the plugin's own
+nvidia-cuda-nvcc requirement, TensorFlow's build CUDA) fails every jitted function with "ptxas fatal: Unsupported
+.version 8.4; current version is '8.2'"; a ptxas older than the GPU's architecture cannot target it ("ptxas does not
+support CC 8.9", "Value 'sm_90' is not defined for option 'gpu-name'"), and XLA's driver fall-back then fails.
+The first CUDA that targets each architecture is data (matrices/gpus.toml).
+""",
+    example="jax-cuda12-plugin 0.4.38 (needs nvidia-cuda-nvcc-cu12>=12.6.85) with CUDA 12.1 on PATH: `ED160 error` "
+            "'ptxas 12.1.66 (PATH) is older than the CUDA 12.6 ...'.",
+    references=_REFS,
+)
+def xla_ptxas_too_old(ctx, r):
+    if not ctx.has_nvidia_gpu or ctx.os != "linux":
+        return []
+    builds = xla_builds(ctx)
+    p = xla_ptxas(ctx.snap) if builds else None
+    if p is None or _xy(p.version) is None:
+        return []
+    pv = _xy(p.version)
+    ev0 = EvidenceItem("ptxas XLA runs", f"{p.where} ({p.version})", f"search order: {p.via}")
+    out = []
+    for b in builds:
+        if b.needs is not None and pv < b.needs:
+            out.append(r.finding(
+                f"{b.label} compiles PTX for CUDA {b.needs} but XLA will run ptxas {p.version} ({p.where}, found via "
+                f"{p.via}), which is older: every jitted function fails with \"ptxas fatal: Unsupported .version ...; "
+                f"current version is ...\".",
+                area="tensorflow" if b.label.startswith("tensorflow") else "jax",
+                evidence=[ev0, EvidenceItem(f"{b.label} needs ptxas", f">= {b.needs}", b.says)],
+                fix=_fix(p), cause=f"xla-ptxas:{p.where}", subject=b.label))
+    m = ctx.matrices
+    for g in ctx.snap.gpus:
+        cc = ctx.gpu_cc(g)
+        if not cc or m is None or m.cuda_supports_cc(str(pv), cc) is not False:
+            continue
+        a = m.arch(cc)
+        first = getattr(a, "first_cuda", None)
+        if first is None or pv >= Version(first):
+            continue  # too new for an old GPU is the driver's and arch rules' concern
+        out.append(r.finding(
+            f"XLA will run ptxas {p.version} ({p.where}, via {p.via}), which cannot target {g.name} (compute "
+            f"capability {cc}; CUDA {first} is the first that can): jax/TensorFlow compilation fails on it "
+            f"(\"ptxas does not support CC {cc}\").",
+            evidence=[ev0, EvidenceItem(f"first CUDA for compute capability {cc}", first, "matrices/gpus.toml")],
+            fix=_fix(p), cause=f"xla-ptxas:{p.where}", subject=g.name))
+        break
+    return out
+
+
+@rule(
+    id="ED161",
+    name="xla-ptxas-newer-than-driver",
+    title="XLA's ptxas is newer than the driver's CUDA: parallel compilation is off",
+    severity="info",
+    area="jax",
+    rationale="""
+When the ptxas XLA runs is newer than the CUDA version the driver supports, XLA keeps working (ptxas writes SASS,
+which the older driver loads) but turns off parallel compilation and logs "The NVIDIA driver's CUDA version is 12.2
+which is older than the ptxas CUDA version (12.3.107) ... XLA is disabling parallel compilation, which may slow down
+compilation". Reported as info: the GPU is used; a newer driver (or a forward-compatibility package on data-centre
+GPUs) makes compilation parallel again.
+""",
+    example="jax-cuda12-plugin with nvidia-cuda-nvcc-cu12 12.3.107 on driver 535.154.05 (CUDA 12.2): `ED161 info`.",
+    references=["https://github.com/jax-ml/jax/issues/19821", "https://github.com/jax-ml/jax/issues/18027",
+                "https://github.com/google/brax/issues/488"],
+)
+def xla_ptxas_newer_than_driver(ctx, r):
+    if not ctx.has_nvidia_gpu or ctx.os != "linux" or not xla_builds(ctx):
+        return []
+    p = xla_ptxas(ctx.snap)
+    dv = _xy(ctx.snap.driver.cuda_version)
+    if p is None or _xy(p.version) is None or dv is None or _xy(p.version) <= dv:
+        return []
+    return [r.finding(
+        f"XLA's ptxas {p.version} ({p.where}) is newer than the driver's CUDA {ctx.snap.driver.cuda_version}: XLA "
+        f"disables parallel compilation, so compiling is slower (the GPU is still used).",
+        evidence=[EvidenceItem("ptxas XLA runs", f"{p.where} ({p.version})", f"search order: {p.via}"),
+                  EvidenceItem("driver CUDA", ctx.snap.driver.cuda_version, ctx.snap.driver.source or "nvml")],
+        fix=[f"Upgrade the NVIDIA driver to one for CUDA >= {_xy(p.version)}, or ignore (compilation only)."],
+        subject="XLA ptxas")]
