@@ -25,6 +25,7 @@ RULE_MODULES = (
     "gpu_support",
     "known_broken",
     "system_runtime",
+    "runtimes",
 )
 
 for _name in RULE_MODULES:
