@@ -322,6 +322,14 @@ def _dump_before(seconds):
     faulthandler.dump_traceback_later(max(0.1, seconds - margin), exit=False)
 
 
+def import_step(s, module):
+    """The import step of a framework whose module carries __version__: import it, say which and from where."""
+    fw = importlib.import_module(module)
+    s.fw = fw
+    info = {"version": str(getattr(fw, "__version__", "?")), "file": getattr(fw, "__file__", None)}
+    return {"detail": "%s %s from %s" % (module, info["version"], os.path.dirname(info["file"] or "?")), "info": info}
+
+
 # -- multi-GPU steps (each GPU, isolated and timed; an all-reduce over all of them) ----------------------------
 
 def on_each_gpu(labels, run_one):

@@ -3,10 +3,7 @@
 
 
 def ort_import(s, device):
-    ort = importlib.import_module("onnxruntime")
-    s.fw = ort
-    info = {"version": str(getattr(ort, "__version__", "?")), "file": getattr(ort, "__file__", None)}
-    return {"detail": "onnxruntime %s from %s" % (info["version"], os.path.dirname(info["file"] or "?")), "info": info}
+    return import_step(s, "onnxruntime")
 
 
 def ort_devices(s, device):
