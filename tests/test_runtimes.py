@@ -154,4 +154,7 @@ def test_rules_are_in_the_catalogue_with_explain():
     for rid in ("ED680", "ED681", "ED682", "ED683"):
         proc = run("explain", rid)
         assert proc.returncode == 0, proc.stderr
-        assert "runtimes.py" in proc.stdout and "Fix" in proc.stdout or "fix" in proc.stdout.lower()
+        assert proc.stdout.startswith(rid) and "\nFix: " in proc.stdout and "envdoctor/rules/runtimes.py" in proc.stdout
+    for rid in ("ED712", "ED713"):  # the smoke rules
+        proc = run("explain", rid)
+        assert proc.returncode == 0 and "\nFix: " in proc.stdout and "envdoctor/smoke/findings.py" in proc.stdout, proc.stdout
