@@ -141,6 +141,8 @@ class PythonEnv:
     packages: Dict[str, str] = field(default_factory=dict)  # normalized name -> version, for GPU-relevant dists
     frameworks: List[Framework] = field(default_factory=list)
     evidence: List[Evidence] = field(default_factory=list)
+    # Requires-Dist of the deployment runtimes' dists (tensorrt*, onnxruntime*, onnx, onnxscript): normalized name -> lines
+    runtime_requires: Dict[str, List[str]] = field(default_factory=dict)
 
 
 @dataclass

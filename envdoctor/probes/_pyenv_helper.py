@@ -30,7 +30,8 @@ EXACT = set([
     "nvidia-ml-py", "nvidia-ml-py3", "pynvml", "tensorrt", "libtpu",
 ])
 # listed too (numpy's ABI, other accelerators' extensions), but not GPU pins in a framework's Requires-Dist
-ALSO_LISTED = set(["numpy", "torch-npu", "intel-extension-for-pytorch"])
+# (onnx, onnxscript: torch.onnx.export(dynamo=True) needs both)
+ALSO_LISTED = set(["numpy", "torch-npu", "intel-extension-for-pytorch", "onnx", "onnxscript"])
 PREFIXES = ("nvidia-", "cuda-", "cupy-", "jax-cuda", "jax-rocm", "tensorrt-", "onnxruntime-")
 
 # version files each distribution ships, relative to its site-packages directory
@@ -94,7 +95,7 @@ def parse_headers(text):
     headers = []
     last = None
     for line in text.splitlines():
-        if not line.strip():
+        if not line:  # the blank line before the body; a whitespace-only line is a continuation (License texts)
             break
         if line[:1] in (" ", "\t") and last is not None:
             headers[-1] = (headers[-1][0], headers[-1][1] + " " + line.strip())

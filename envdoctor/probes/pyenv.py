@@ -209,6 +209,14 @@ def _relevant_requires(lines: List[str]) -> List[str]:
     return [ln for ln in lines if helper.relevant(_req_name(ln))]
 
 
+MAX_RUNTIME_REQUIRES = 64
+
+
+def is_runtime_dist(norm: str) -> bool:
+    """A deployment runtime's dist whose Requires-Dist the snapshot keeps (the ED680-ED689 rules read them)."""
+    return norm in ("onnx", "onnxscript") or norm.startswith(("tensorrt", "onnxruntime"))
+
+
 def framework_name(norm: str) -> Optional[str]:
     """The framework a distribution stands for, or None if it is not a framework."""
     if norm in ("torch", "torchvision", "torchaudio", "jax", "jaxlib"):
@@ -382,6 +390,8 @@ def python_env_from(data: dict, chosen_by: str = "") -> PythonEnv:
     ))
     for norm, d in installed.items():
         env.packages[norm] = str(d.get("version") or "")
+        if is_runtime_dist(norm):
+            env.runtime_requires[norm] = [str(x)[:300] for x in (d.get("requires_dist") or [])[:MAX_RUNTIME_REQUIRES]]
         for other in d.get("shadowed") or []:
             if isinstance(other, dict):
                 env.evidence.append(Evidence(

@@ -27,6 +27,7 @@ RULE_MODULES = (
     "system_runtime",
     "libcuda",
     "ptxas",
+    "runtimes",
 )
 
 for _name in RULE_MODULES:

@@ -1,23 +1,33 @@
-"""matrices/runtime_env.toml: PYTORCH_CUDA_ALLOC_CONF keys and first NumPy-2 builds (read once)."""
+"""matrices/runtime_env.toml (PYTORCH_CUDA_ALLOC_CONF keys, first NumPy-2 builds) and matrices/runtimes.toml
+(deployment runtimes: onnxruntime-gpu, TensorRT, torch's ONNX exporter), each read once."""
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 
-@functools.lru_cache(maxsize=1)
-def runtime_data() -> Dict[str, Any]:
+@functools.lru_cache(maxsize=4)
+def _bundled_toml(name: str) -> Dict[str, Any]:
     try:
         import tomllib  # type: ignore[import-not-found]
     except ImportError:  # Python < 3.11
         import tomli as tomllib  # type: ignore[no-redef]
     from envdoctor.knowledge.load import bundled_dir
 
-    path = bundled_dir() / "runtime_env.toml"
+    path = bundled_dir() / name
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+
+
+def runtime_data() -> Dict[str, Any]:
+    return _bundled_toml("runtime_env.toml")
+
+
+def runtimes_rows(table: str) -> List[dict]:
+    """The rows of one table of matrices/runtimes.toml."""
+    return [row for row in _bundled_toml("runtimes.toml").get(table, []) if isinstance(row, dict)]
 
 
 def alloc_keys() -> Dict[str, dict]:

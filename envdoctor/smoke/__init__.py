@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional
 STATUSES = ("ok", "failed", "crashed", "timeout", "not_available", "skipped")
 BAD = ("failed", "crashed", "timeout")  # statuses that make the run fail (exit 1)
 RANK = {"crashed": 5, "timeout": 4, "failed": 3, "ok": 2, "not_available": 1, "skipped": 0}
-FRAMEWORKS = ("torch", "tensorflow", "jax", "cupy")
+FRAMEWORKS = ("torch", "tensorflow", "jax", "cupy", "onnxruntime")
 DEFAULT_TIMEOUT = 120.0
 SCHEMA = "envdoctor-smoke/1"
 

@@ -15,9 +15,10 @@ from packaging.version import InvalidVersion, Version
 from envdoctor.rules.base import REGISTRY, EvidenceItem, Finding, rule
 from envdoctor.smoke import BAD, FrameworkResult, SmokeRun, StepResult
 
-AREA = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax", "cupy": "python"}
+AREA = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax", "cupy": "python", "onnxruntime": "python"}
 STEP_IDS = {"import": "ED701", "devices": "ED702", "matmul": "ED703", "conv": "ED704", "mixed_precision": "ED705",
-            "compile": "ED706", "bench_matmul": "ED707", "bench_h2d": "ED707", "shutdown": "ED708"}
+            "compile": "ED706", "bench_matmul": "ED707", "bench_h2d": "ED707", "shutdown": "ED708",
+            "each_gpu": "ED703", "session": "ED712", "allreduce": "ED713"}
 NOTABLE_NOT_AVAILABLE = ("no_compiler", "no_triton", "old_gpu", "no_cudnn", "dtype", "python", "old", "platform")
 
 _RULES = [
@@ -56,6 +57,16 @@ _RULES = [
      "The GPU steps could not run because the framework found no GPU. That is expected without a GPU or "
      "with a CPU-only build; it is a problem when the machine has a GPU and the build is a GPU build.",
      "torch (cuda 12.1 build) sees no GPU although the machine has 1: torch.cuda.is_available() is False."),
+    ("ED712", "smoke-onnxruntime-session", "An ONNX Runtime session failed or did not run on the CUDA provider", "error",
+     "A one-node MatMul model (built with the onnx package) runs in an InferenceSession with providers "
+     "[\"CUDAExecutionProvider\", \"CPUExecutionProvider\"]; ORT silently falls back to the CPU when the CUDA "
+     "provider cannot load (missing CUDA / cuDNN of its build, an old driver), which this step reports as a failure.",
+     "onnxruntime: session (gpu) failed: asked for CUDAExecutionProvider but runs on CPUExecutionProvider."),
+    ("ED713", "smoke-allreduce", "An all-reduce over the GPUs failed or gave a wrong result", "error",
+     "With two or more visible GPUs each framework sums a small tensor over all of them (torch.cuda.nccl.all_reduce, "
+     "jax.lax.psum under pmap, TensorFlow's MirroredStrategy); a failure or a hang points at NCCL, peer-to-peer "
+     "access or NCCL_* settings. With one device the step is skipped.",
+     "torch: allreduce (gpu) failed: NCCL error: unhandled system error (NCCL_P2P_DISABLE unset, IOMMU on)."),
     ("ED711", "smoke-not-available", "A smoke step could not run here", "info",
      "A step was not available for a reason other than a missing GPU: no C++ compiler for torch.compile on "
      "CPU, no Triton, a GPU too old for Triton or bf16, cupy without cuDNN.",

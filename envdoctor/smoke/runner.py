@@ -26,6 +26,8 @@ from envdoctor.subproc import CmdResult, Runner
 PROGRAMS = Path(__file__).with_name("programs")
 MARKER = "@@ENVDOCTOR-SMOKE@@ "
 COMPUTE_STEPS = ("matmul", "conv", "mixed_precision", "compile")
+MULTI_GPU_STEPS = ("each_gpu", "allreduce")  # a matmul on every visible GPU; with two or more, an all-reduce
+MULTI_GPU = ("torch", "tensorflow", "jax")
 TAIL_LINES = 15
 # Seconds a program may take to exit once every step ran, counted from its last step and on top of
 # the steps' budget. Measured on 2 shared cores, torch / tensorflow / jax in parallel: 0.6-4.5 s from
@@ -48,9 +50,13 @@ EventFn = Callable[[str, Dict[str, Any]], None]
 def plan(framework: str, bench: bool = False) -> List[Tuple[str, str]]:
     """The (step, device) pairs a framework's program runs, in order."""
     steps: List[Tuple[str, str]] = [("import", ""), ("devices", "")]
+    if framework == "onnxruntime":  # one InferenceSession per provider list: CPU, then CUDA first
+        return steps + [("session", "cpu"), ("session", "gpu")]
     if framework != "cupy":  # cupy has no CPU path
         steps += [(s, "cpu") for s in COMPUTE_STEPS]
     steps += [(s, "gpu") for s in COMPUTE_STEPS]
+    if framework in MULTI_GPU:
+        steps += [(s, "gpu") for s in MULTI_GPU_STEPS]
     if bench:
         if framework != "cupy":
             steps.append(("bench_matmul", "cpu"))

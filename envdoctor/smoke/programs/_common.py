@@ -320,3 +320,53 @@ def main(steps, framework):
 def _dump_before(seconds):
     margin = max(0.2, min(2.0, seconds * 0.1))
     faulthandler.dump_traceback_later(max(0.1, seconds - margin), exit=False)
+
+
+def import_step(s, module):
+    """The import step of a framework whose module carries __version__: import it, say which and from where."""
+    fw = importlib.import_module(module)
+    s.fw = fw
+    info = {"version": str(getattr(fw, "__version__", "?")), "file": getattr(fw, "__file__", None)}
+    return {"detail": "%s %s from %s" % (module, info["version"], os.path.dirname(info["file"] or "?")), "info": info}
+
+
+# -- multi-GPU steps (each GPU, isolated and timed; an all-reduce over all of them) ----------------------------
+
+def on_each_gpu(labels, run_one):
+    """run_one(i) -> (result as nested lists, reference) on GPU i, for every GPU: a failure on one is recorded and
+    the others still run; each is timed."""
+    parts, failed, worst = [], [], 0.0
+    numbers = {"gpus": len(labels)}
+    for i, label in enumerate(labels):
+        start = time.perf_counter()
+        try:
+            got, ref = run_one(i)
+            worst = max(worst, compare(got, ref, TOL["gpu"], "matmul on " + label)["max_rel_err"])
+        except Exception as exc:  # noqa: BLE001 - one GPU's failure is that GPU's result
+            failed.append("%s: %s" % (label, error_text(exc)))
+            continue
+        ms = (time.perf_counter() - start) * 1000.0
+        numbers["gpu%d_ms" % i] = round(ms, 1)
+        parts.append("%s %.1f ms" % (label, ms))
+    numbers["max_rel_err"] = worst
+    if failed:
+        return {"status": "failed", "numbers": numbers,
+                "detail": "matmul failed on %d of %d GPUs: %s" % (len(failed), len(labels), "; ".join(failed))}
+    return {"detail": "%dx%d fp32 matmul on each of %d GPUs: %s" % (MM, MM, len(labels), ", ".join(parts)),
+            "numbers": numbers}
+
+
+def all_reduce_step(count, what, reduce_fn):
+    """reduce_fn() sums (device index + 1) over `count` GPUs and returns the values every device ended with."""
+    if count < 2:
+        raise Skipped("one device")
+    start = time.perf_counter()
+    values = reduce_fn()
+    ms = (time.perf_counter() - start) * 1000.0
+    expected = count * (count + 1) / 2.0
+    numbers = {"ms": round(ms, 2), "gpus": count, "expected": expected}
+    wrong = [v for v in values if abs(float(v) - expected) > 1e-6]
+    if not values or wrong:
+        raise Mismatch("%s over %d GPUs gave %r, expected %g everywhere" % (what, count, (wrong or values)[:4], expected),
+                       numbers)
+    return {"detail": "%s over %d GPUs: %.1f ms" % (what, count, ms), "numbers": numbers}

@@ -3,10 +3,7 @@
 
 
 def cupy_import(s, device):
-    cp = importlib.import_module("cupy")
-    s.fw = cp
-    info = {"version": str(getattr(cp, "__version__", "?")), "file": getattr(cp, "__file__", None)}
-    return {"detail": "cupy %s from %s" % (info["version"], os.path.dirname(info["file"] or "?")), "info": info}
+    return import_step(s, "cupy")
 
 
 def cupy_devices(s, device):

@@ -191,12 +191,44 @@ def jax_bench_h2d(s, device):
     return {"detail": "host-to-device copy of 64 MiB: %.1f GB/s" % rate, "numbers": {"gb_per_s": rate, "bytes": size}}
 
 
+
+def jax_each_gpu(s, device):
+    jax = s.fw
+    gpus = jax.devices("gpu")
+    a, b, ref = s.data("mm", matmul_data)
+
+    def one(i):
+        put = lambda x: jax.device_put(jax.numpy.asarray(x, dtype="float32"), gpus[i])  # noqa: E731
+        c = put(a) @ put(b)
+        c.block_until_ready()
+        return _list(s, c), ref
+
+    return on_each_gpu(["%s:%d" % (getattr(d, "platform", "gpu"), i) for i, d in enumerate(gpus)], one)
+
+
+def jax_allreduce(s, device):
+    jax = s.fw
+    gpus = jax.devices("gpu")
+    n = len(gpus)
+
+    def reduce():
+        jnp = jax.numpy
+        x = jnp.arange(1, n + 1, dtype="float32").reshape(n, 1) * jnp.ones((n, 4), dtype="float32")
+        out = jax.pmap(lambda v: jax.lax.psum(v, "i"), axis_name="i", devices=gpus)(x)
+        out.block_until_ready()
+        return [float(v) for v in _list(s, out.reshape(-1))]
+
+    return all_reduce_step(n, "jax.lax.psum over pmap", reduce)
+
+
 STEPS = {
     "import": jax_import,
     "devices": jax_devices,
     "matmul": jax_matmul,
     "conv": jax_conv,
     "mixed_precision": jax_mixed,
+    "each_gpu": jax_each_gpu,
+    "allreduce": jax_allreduce,
     "compile": jax_compile,
     "bench_matmul": jax_bench_matmul,
     "bench_h2d": jax_bench_h2d,

@@ -224,12 +224,46 @@ def tf_bench_h2d(s, device):
     return {"detail": "host-to-device copy of 64 MiB: %.1f GB/s" % rate, "numbers": {"gb_per_s": rate, "bytes": size}}
 
 
+
+def tf_each_gpu(s, device):
+    tf = s.fw
+    gpus = tf.config.list_logical_devices("GPU")
+    a, b, ref = s.data("mm", matmul_data)
+
+    def one(i):
+        with tf.device(gpus[i].name):
+            c = tf.matmul(tf.constant(a, dtype=tf.float32), tf.constant(b, dtype=tf.float32))
+        _check_placed(c, "gpu")
+        return _list(tf, c), ref
+
+    return on_each_gpu([d.name for d in gpus], one)
+
+
+def tf_allreduce(s, device):
+    tf = s.fw
+    gpus = tf.config.list_logical_devices("GPU")
+
+    def reduce():
+        strategy = tf.distribute.MirroredStrategy([d.name for d in gpus])
+
+        def fn():
+            rid = tf.distribute.get_replica_context().replica_id_in_sync_group
+            return tf.fill([4], tf.cast(rid + 1, tf.float32))
+
+        total = strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(fn), axis=None)
+        return [float(v) for v in total.numpy().tolist()]
+
+    return all_reduce_step(len(gpus), "MirroredStrategy all-reduce", reduce)
+
+
 STEPS = {
     "import": tf_import,
     "devices": tf_devices,
     "matmul": tf_matmul,
     "conv": tf_conv,
     "mixed_precision": tf_mixed,
+    "each_gpu": tf_each_gpu,
+    "allreduce": tf_allreduce,
     "compile": tf_compile,
     "bench_matmul": tf_bench_matmul,
     "bench_h2d": tf_bench_h2d,

@@ -234,12 +234,43 @@ def torch_bench_h2d(s, device):
             "numbers": {"gb_per_s": rate, "bytes": size}}
 
 
+
+def torch_each_gpu(s, device):
+    torch = s.fw
+    a, b, ref = s.data("mm", matmul_data)
+
+    def one(i):
+        dev = torch.device("cuda", i)
+        c = torch.tensor(a, dtype=torch.float32, device=dev) @ torch.tensor(b, dtype=torch.float32, device=dev)
+        torch.cuda.synchronize(dev)
+        return _list(c), ref
+
+    return on_each_gpu(["cuda:%d" % i for i in range(torch.cuda.device_count())], one)
+
+
+def torch_allreduce(s, device):
+    torch = s.fw
+    count = torch.cuda.device_count()
+
+    def reduce():
+        nccl = importlib.import_module("torch.cuda.nccl")  # NCCL, one process driving every GPU
+        ts = [torch.full((4,), float(i + 1), device="cuda:%d" % i) for i in range(count)]
+        nccl.all_reduce(ts)
+        for i in range(count):
+            torch.cuda.synchronize(i)
+        return [v for t in ts for v in _list(t)]
+
+    return all_reduce_step(count, "NCCL all-reduce (torch.cuda.nccl)", reduce)
+
+
 STEPS = {
     "import": torch_import,
     "devices": torch_devices,
     "matmul": torch_matmul,
     "conv": torch_conv,
     "mixed_precision": torch_mixed,
+    "each_gpu": torch_each_gpu,
+    "allreduce": torch_allreduce,
     "compile": torch_compile,
     "bench_matmul": torch_bench_matmul,
     "bench_h2d": torch_bench_h2d,
