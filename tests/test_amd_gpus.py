@@ -89,3 +89,45 @@ def test_a_cache_row_with_a_bad_target_is_refused(tmp_path):
     m = load_matrices(cache_dir=cache)
     assert any("amd_gpus.toml" in w and "LLVM AMDGPU target" in w for w in m.warnings), m.warnings
     assert m.amd_target("gfx942") is not None and m.amd_target("sm_90") is None
+
+
+# -- ED432: a ROCm build against the host's AMD GPU target, through `envdoctor check --snapshot` --------------------
+
+def _check(tmp_path, fw_version, rocm, gpus):
+    from envdoctor.probes import accelerators
+    from tests import snapfactory as sf
+    from tests.cli_run import run
+
+    snap = sf.machine(frameworks=[sf.torch(fw_version, rocm=rocm)])
+    snap.rocm.installed, snap.rocm.version, snap.rocm.gpus = True, rocm, list(gpus)
+    accelerators.probe(None, snap)
+    path = tmp_path / "snap.json"
+    path.write_text(snap.to_json())
+    proc = run("check", "--snapshot", str(path), "--format", "json", "--only", "ED432",
+               env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "no-cache")})
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(proc.stdout)["findings"]
+
+
+def test_ed432_mi300x_with_a_rocm_5_7_build(tmp_path):
+    fs = _check(tmp_path, "2.2.0+rocm5.7", "5.7", ["AMD Instinct MI300X"])
+    assert len(fs) == 1 and fs[0]["severity"] == "warning", fs
+    f = fs[0]
+    assert "ROCm 5.7 build" in f["message"] and "gfx942" in f["message"] and "from ROCm 6.0" in f["message"]
+    assert any("ROCm 6.0 or newer" in x for x in f["fix"])
+    assert any("compatibility-matrix-historical-6.0.csv" in e["source"] for e in f["evidence"])
+
+
+def test_ed432_silent_when_the_release_lists_the_target(tmp_path):
+    assert _check(tmp_path, "2.4.1+rocm6.1", "6.1", ["AMD Instinct MI300X", "AMD Radeon RX 7900 XTX"]) == []
+    # a release newer than the matrices read is not judged, nor is a GPU the data cannot name
+    assert _check(tmp_path, "2.9.0+rocm7.0", "7.0", ["AMD Radeon RX 7800 XT"]) == []
+    assert _check(tmp_path, "2.4.1+rocm6.1", "6.1", ["AMD INSTINCT MI200 (MCM) OAM LC MBA HPE C2"]) == []
+
+
+def test_ed432_unlisted_target_and_deprecated_target(tmp_path):
+    fs = _check(tmp_path, "2.4.1+rocm6.1", "6.1", ["AMD Radeon RX 7800 XT", "AMD Instinct MI50"])
+    by = {f["severity"]: f for f in fs}
+    assert set(by) == {"warning", "info"}, fs
+    assert "gfx1101" in by["warning"]["message"] and "unlisted" in by["warning"]["message"]
+    assert "gfx906" in by["info"]["message"] and "deprecated" in by["info"]["message"]
