@@ -296,3 +296,18 @@ def test_lock_knows_the_rtx_5090_d_v2(monkeypatch, tmp_path, capsys):
     pick = json.loads(out)["lock"]["picks"][0]
     # before its row existed lock refused the name (exit 2: unknown GPU); now it is a cc 12.0 part
     assert pick["kind"] == "cuda" and "sm_120" in pick["archs"], pick
+
+
+def test_jax_plugin_driver_and_cc_cite_the_guide_of_their_own_release(m):
+    """Rows whose driver_min / cc_min were read per release cite installation.md at that release's own tag."""
+    cited = 0
+    for r in m.jax_releases:
+        for p in r.plugins.values():
+            tags = re.findall(r"/jax-ml/jax/blob/jax-v([^/]+)/docs/installation\.md", p.source)
+            if tags:
+                cited += 1
+                assert tags == [p.jax] and not p.unverified, (p.jax, p.name, tags)
+                assert (p.cc_min, p.driver_min) == {"cuda12": ("5.2", "525"), "cuda13": ("7.5", "580")}[p.name]
+            elif p.unverified:
+                assert "could not be read" in p.verified, (p.jax, p.name)
+    assert cited >= 23
