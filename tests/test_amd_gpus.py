@@ -127,7 +127,8 @@ def test_ed432_silent_when_the_release_lists_the_target(tmp_path):
 
 def test_ed432_unlisted_target_and_deprecated_target(tmp_path):
     fs = _check(tmp_path, "2.4.1+rocm6.1", "6.1", ["AMD Radeon RX 7800 XT", "AMD Instinct MI50"])
-    by = {f["severity"]: f for f in fs}
-    assert set(by) == {"warning", "info"}, fs
-    assert "gfx1101" in by["warning"]["message"] and "unlisted" in by["warning"]["message"]
-    assert "gfx906" in by["info"]["message"] and "deprecated" in by["info"]["message"]
+    assert len(fs) == 2 and {f["severity"] for f in fs} == {"info"}, fs
+    rx, mi50 = sorted(fs, key=lambda f: "MI50" in f["message"])
+    # AMD supports gfx1101 in no ROCm release read; a framework may still compile it, so only info
+    assert "gfx1101" in rx["message"] and "unlisted" in rx["message"] and "arch list" in rx["message"]
+    assert "gfx906" in mi50["message"] and "deprecated" in mi50["message"]

@@ -69,10 +69,12 @@ def rocm_build_vs_host(ctx, r):
     rationale="""
 ROCm builds carry GPU code for the LLVM targets (gfx942, gfx90a, gfx1100 ...) AMD supports in that ROCm
 release; a GPU whose target the release does not list (MI300X with ROCm 5.7, an RX 7800 XT's gfx1101 in 6.x)
-gets "hipErrorNoBinaryForGpu" or is not found, and the framework runs on the CPU. AMD's Linux compatibility
+can get "hipErrorNoBinaryForGpu" or not be found, and the framework runs on the CPU. AMD's Linux compatibility
 matrix says which ROCm release lists which target; envdoctor has it as data (matrices/amd_gpus.toml, ROCm 5.7
 to 6.3.3) and judges each AMD GPU the host reports (rocm-smi / amd-smi) against the build's ROCm (torch
-version.py `hip`, +rocmX.Y). A release outside the range read is not judged.
+version.py `hip`, +rocmX.Y): a warning when the target is listed only by other ROCm releases, info when AMD
+supports it in none (consumer GPUs such as gfx1101: the framework's own arch list decides) or deprecates it.
+A release outside the range read is not judged.
 """,
     example="torch 2.1.2+rocm5.6 on an AMD Instinct MI300X (gfx942, listed from ROCm 6.0): ED432 warning.",
     references=["https://rocm.docs.amd.com/en/latest/compatibility/compatibility-matrix.html",
@@ -96,17 +98,21 @@ def rocm_build_gpu_target(ctx, r):
             if target is not None:
                 ev.append(EvidenceItem(f"{target.gfx} in AMD's matrix", _span(target), row_source(m, target)))
             if listed is False:
+                severity = "warning"
                 if target.status in ("unlisted", "unsupported"):
-                    why = (f"AMD lists {target.gfx} ({target.arch}) for no ROCm release read "
-                           f"(through {target.listed_through}: {target.status})")
-                    fix = [f"use an AMD GPU whose target AMD lists for ROCm {rocm}; ROCm builds may carry no code "
-                           f"for {target.gfx}"]
+                    # AMD does not ship or test it, but a framework's own arch list may still carry code for it
+                    severity = "info"
+                    why = (f"AMD supports {target.gfx} ({target.arch}) in no ROCm release read (through "
+                           f"{target.listed_through}: {target.status}); whether the build carries code for it is "
+                           f"the framework's own arch list")
+                    fix = [f"if the GPU is not found, use a GPU whose target AMD lists for ROCm {rocm}, or a build "
+                           f"whose arch list names {target.gfx}"]
                 else:
                     why = f"AMD's compatibility matrix lists {target.gfx} ({target.arch}) {_span(target)}"
                     fix = [f"install the {a.framework.split()[0]} build for a ROCm release that lists {target.gfx}"
                            + (f" (ROCm {target.rocm_first} or newer)" if target.rocm_first else "")]
                 out.append(r.finding(f"{a.framework} is a ROCm {rocm} build, but {name} is {target.gfx}: {why}.",
-                                     evidence=ev, fix=fix, subject=f"{a.framework} on {name}",
+                                     severity=severity, evidence=ev, fix=fix, subject=f"{a.framework} on {name}",
                                      cause=f"rocm-target:{target.gfx}:{rocm}"))
             elif listed and target.status == "deprecated":
                 out.append(r.finding(f"{name} ({target.gfx}) is deprecated in AMD's ROCm matrix: support is to be "
