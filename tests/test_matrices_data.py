@@ -261,3 +261,53 @@ def test_docs_coverage_table_is_generated_from_the_data(m):
                                           "(python -m envdoctor.knowledge.coverage)"
     # and the table says what the data holds
     assert f"| `jax` | jax 0.4.26 → {m.newest_known('jax')} ({len(m.jax_releases)} releases" in shown
+
+
+# issue 16: GPU names NVML prints that had no row (names as NVIDIA's 595.45.04 supported-GPU list spells them)
+_ISSUE16_GPUS = {
+    "NVIDIA GeForce RTX 5090 D": "12.0", "NVIDIA GeForce RTX 5090 D v2": "12.0", "NVIDIA RTX PRO 2000 Blackwell": "12.0",
+    "NVIDIA RTX PRO 4000 Blackwell SFF Edition": "12.0", "NVIDIA RTX PRO 5000 Blackwell Generation Laptop GPU": "12.0",
+    "NVIDIA RTX PRO 500 Blackwell Generation Laptop GPU": "12.0", "NVIDIA A800 40GB Active": "8.0",
+    "NVIDIA CMP 170HX": "8.0", "NVIDIA H800": "9.0", "NVIDIA H20": "9.0", "NVIDIA A10G": "8.6",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ISSUE16_GPUS))
+def test_issue16_gpu_names_have_rows_read_from_the_driver_list_or_pci_ids(m, name):
+    g = m.gpu_info(name)
+    assert g is not None and g.cc == _ISSUE16_GPUS[name], name
+    assert not g.unverified and "pci.ids" in g.source
+    # the chip pci.ids names must be one its [[arch]] row lists
+    chip = re.search(r"\b(G[A-Z]\d{3})\b", g.verified).group(1)
+    assert chip in m.arch(g.cc).chips, (name, chip)
+
+
+def test_no_rtx_pro_6000_blackwell_laptop_row_is_invented(m):
+    # NVIDIA's 595.45.04 list and pci.ids have no RTX PRO 6000 Blackwell laptop part (5000 is the largest)
+    assert m.gpu_info("NVIDIA RTX PRO 6000 Blackwell Generation Laptop GPU") is None
+
+
+def test_lock_knows_the_rtx_5090_d_v2(monkeypatch, tmp_path, capsys):
+    code, out, err = _lock(monkeypatch, tmp_path, capsys, "--gpu", "NVIDIA GeForce RTX 5090 D v2", "--torch", "2.7",
+                           "--format", "json")
+    assert code == 0, err
+    import json
+
+    pick = json.loads(out)["lock"]["picks"][0]
+    # before its row existed lock refused the name (exit 2: unknown GPU); now it is a cc 12.0 part
+    assert pick["kind"] == "cuda" and "sm_120" in pick["archs"], pick
+
+
+def test_jax_plugin_driver_and_cc_cite_the_guide_of_their_own_release(m):
+    """Rows whose driver_min / cc_min were read per release cite installation.md at that release's own tag."""
+    cited = 0
+    for r in m.jax_releases:
+        for p in r.plugins.values():
+            tags = re.findall(r"/jax-ml/jax/blob/jax-v([^/]+)/docs/installation\.md", p.source)
+            if tags:
+                cited += 1
+                assert tags == [p.jax] and not p.unverified, (p.jax, p.name, tags)
+                assert (p.cc_min, p.driver_min) == {"cuda12": ("5.2", "525"), "cuda13": ("7.5", "580")}[p.name]
+            elif p.unverified:
+                assert "could not be read" in p.verified, (p.jax, p.name)
+    assert cited >= 23

@@ -16,7 +16,8 @@ from envdoctor.errors import BadInput
 from envdoctor.options import Count, Seconds
 from envdoctor.target_options import complete_table
 
-TABLE_NAMES = ("cuda_driver", "gpus", "pytorch", "tensorflow", "jax", "cudnn", "incompatibilities", "gpu_support")
+TABLE_NAMES = ("cuda_driver", "gpus", "pytorch", "tensorflow", "jax", "cudnn", "incompatibilities", "gpu_support",
+               "amd_gpus")
 _NESTED = ("patch_rows", "variants", "plugins")
 
 
@@ -46,6 +47,8 @@ def table_rows(m, table: str) -> Dict[str, List[Any]]:
         return {"release": list(m.cudnn_releases)}
     if table == "gpu_support":
         return {"branch": list(m.driver_branches)}
+    if table == "amd_gpus":
+        return {"target": list(m.amd_targets), "gpu": list(m.amd_gpus)}
     if table == "incompatibilities":
         return {"fact": list(m.incompatibilities), "deprecated_distribution": list(m.deprecated_distributions)}
     raise BadInput(f"unknown table {table!r}; tables: {', '.join(TABLE_NAMES)}")

@@ -37,6 +37,9 @@ def coverage_markdown(m) -> str:
         "cudnn": f"{len(m.cudnn_releases)} cuDNN version ranges",
         "incompatibilities": f"{len(m.incompatibilities)} single facts",
         "gpu_support": f"driver branches of {len(m.driver_branches)} GPU architecture groups",
+        "amd_gpus": (f"{len(m.amd_targets)} LLVM targets (ROCm "
+                     f"{_span({t.read_from for t in m.amd_targets} | {t.listed_through for t in m.amd_targets})}), "
+                     f"{len(m.amd_gpus)} AMD GPU names"),
     }
     lines: List[str] = [BEGIN, "", "| table | covers | rows | UNVERIFIED |", "| --- | --- | ---: | ---: |"]
     for table in TABLE_NAMES:

@@ -38,7 +38,7 @@ from . import tables as T
 
 SCHEMA_VERSION = "v1"
 TABLES: Tuple[str, ...] = ("cuda_driver", "gpus", "pytorch", "tensorflow", "jax", "cudnn", "incompatibilities",
-                           "gpu_support")
+                           "gpu_support", "amd_gpus")
 
 # --------------------------------------------------------------------------- field kinds
 
@@ -49,6 +49,7 @@ _VARIANT = re.compile(r"^(cpu|cu\d{3}|rocm\d+(\.\d+)+)$")
 _KINDS_ENUM = ("cuda", "cpu", "rocm")
 _SEGMENTS = ("geforce", "geforce-laptop", "workstation", "workstation-laptop", "datacenter", "jetson", "desktop")
 _PLUGINS = ("cuda12", "cuda13")
+_GFX = re.compile(r"^gfx[0-9a-f]{3,4}$")
 
 
 def _is_version(x: Any) -> bool:
@@ -106,6 +107,9 @@ _CHECKS: Dict[str, Tuple[Callable[[Any], bool], str]] = {
     "kind": (lambda x: x in _KINDS_ENUM, "one of " + ", ".join(_KINDS_ENUM)),
     "segment": (lambda x: x in _SEGMENTS, "one of " + ", ".join(_SEGMENTS)),
     "plugin": (lambda x: x in _PLUGINS, "one of " + ", ".join(_PLUGINS)),
+    "gfx": (lambda x: isinstance(x, str) and bool(_GFX.match(x)), "an LLVM AMDGPU target like \"gfx942\""),
+    "amd_status": (lambda x: x in T.AMD_STATUSES, "one of " + ", ".join(T.AMD_STATUSES)),
+    "amd_segment": (lambda x: x in T.AMD_SEGMENTS, "one of " + ", ".join(T.AMD_SEGMENTS)),
 }
 
 
@@ -218,6 +222,17 @@ SPECS: Dict[str, Dict[str, RowSpec]] = {
             _req(family="str", ccs="list_str"),
             dict(branch_min="int", branch_last="int", first_cuda="version", note="text"),
             ("family", "ccs"), lambda r: (r["family"], tuple(r["ccs"]))),
+    },
+    "amd_gpus": {
+        # an LLVM target and the ROCm series AMD's Linux compatibility matrix lists it in
+        "target": RowSpec(
+            _req(gfx="gfx", arch="str", status="amd_status", read_from="version", listed_through="version"),
+            dict(rocm_first="version", rocm_last="version", note="text"),
+            ("gfx",)),
+        "gpu": RowSpec(
+            _req(name="str", gfx="gfx"),
+            dict(segment="amd_segment", aliases="list_str", note="text"),
+            ("name",), lambda r: (str(r["name"]).strip().lower(),)),
     },
     "incompatibilities": {
         "fact": RowSpec(
@@ -622,6 +637,11 @@ def build_cudnn(mt: MergedTable) -> List[T.CudnnRelease]:
 
 def build_gpu_support(mt: MergedTable) -> List[T.DriverBranchSupport]:
     return [_kw(T.DriverBranchSupport, r.data, r.origin) for r in mt.rows.get("branch", [])]
+
+
+def build_amd_gpus(mt: MergedTable) -> Tuple[List[T.AmdTarget], List[T.AmdGpu]]:
+    targets = [_kw(T.AmdTarget, r.data, r.origin) for r in mt.rows.get("target", [])]
+    return targets, [_kw(T.AmdGpu, r.data, r.origin) for r in mt.rows.get("gpu", [])]
 
 
 def build_incompatibilities(mt: MergedTable) -> List[T.Incompatibility]:

@@ -10,6 +10,8 @@ from packaging.version import Version
 
 from . import load as L
 from .tables import (
+    AmdGpu,
+    AmdTarget,
     ArchInfo,
     CondaChannel,
     CudaRelease,
@@ -50,6 +52,16 @@ def _is_noise(token: str) -> bool:
     return token in _NOISE or bool(_MEM.match(token))
 
 
+# AMD names (amd-smi MARKET_NAME, rocm-smi card model/series): vendor and brand words dropped
+_AMD_DROP = {"amd", "ati", "instinct", "radeon", "(tm)", "(r)", "graphics", "accelerator"}
+_GFX_TOKEN = re.compile(r"^gfx[0-9a-f]{3,4}$")
+
+
+def amd_name_tokens(name: str) -> Tuple[str, ...]:
+    text = str(name or "").lower().replace("®", " ").replace("™", " ").replace("(tm)", " ").replace("(r)", " ")
+    return tuple(t for t in _SPLIT.split(text) if t and t not in _AMD_DROP and not _MEM.match(t))
+
+
 class Matrices:
     """All matrix tables, loaded by :func:`envdoctor.knowledge.load_matrices`."""
 
@@ -72,6 +84,8 @@ class Matrices:
         incompatibilities: List[Incompatibility],
         deprecated_distributions: Optional[List[DeprecatedDistribution]] = None,
         driver_branches: Optional[List[DriverBranchSupport]] = None,
+        amd_targets: Optional[List[AmdTarget]] = None,
+        amd_gpus: Optional[List[AmdGpu]] = None,
     ) -> None:
         self.collected = collected
         self.warnings = warnings
@@ -92,6 +106,14 @@ class Matrices:
         self._facts = {f.key: f for f in incompatibilities}
         self.deprecated_distributions = list(deprecated_distributions or [])
         self.driver_branches = list(driver_branches or [])
+        self.amd_targets = list(amd_targets or [])
+        self.amd_gpus = list(amd_gpus or [])
+        self._amd_index: Dict[Tuple[str, ...], AmdGpu] = {}
+        for a in self.amd_gpus:
+            for spelling in [a.name] + list(a.aliases):
+                key = amd_name_tokens(spelling)
+                if key:
+                    self._amd_index.setdefault(key, a)
         self._gpu_index: Dict[Tuple[str, ...], GpuInfo] = {}
         for g in gpus:
             for spelling in [g.name] + list(g.aliases):
@@ -220,6 +242,36 @@ class Matrices:
                 if hit is not None:
                     return hit
         return None
+
+    # ------------------------------------------------------------------ AMD GPUs (amd_gpus.toml)
+
+    def amd_target(self, gfx: str) -> Optional[AmdTarget]:
+        key = str(gfx or "").strip().lower().split(":")[0]  # "gfx90a:sramecc+:xnack-" -> gfx90a
+        return next((t for t in self.amd_targets if t.gfx == key), None)
+
+    def amd_gpu_info(self, name: str) -> Optional[AmdGpu]:
+        """The [[gpu]] row of an AMD GPU name as amd-smi / rocm-smi print it ("AMD Instinct MI300X",
+        "Arcturus GL-XL [AMD Instinct MI100]"): the longest row name whose words appear in a row in the name.
+        None when nothing matches, or when the longest matches disagree on the target."""
+        tokens = amd_name_tokens(name)
+        best: List[AmdGpu] = []
+        best_len = 0
+        for key, row in self._amd_index.items():
+            n = len(key)
+            if n < best_len or not any(tokens[i:i + n] == key for i in range(len(tokens) - n + 1)):
+                continue
+            if n > best_len:
+                best, best_len = [], n
+            best.append(row)
+        return best[0] if best and len({r.gfx for r in best}) == 1 else None
+
+    def amd_gfx_for_gpu(self, name: str) -> Optional[str]:
+        """The LLVM target of a GPU named as a tool prints it, or of a bare target name ("gfx942")."""
+        for t in amd_name_tokens(name):
+            if _GFX_TOKEN.match(t.split(":")[0]):  # rocminfo: "gfx90a:sramecc+:xnack-"
+                return t.split(":")[0]
+        row = self.amd_gpu_info(name)
+        return row.gfx if row is not None else None
 
     def cc_for_gpu_name(self, name: str) -> Optional[str]:
         g = self.gpu_info(name)
@@ -382,6 +434,7 @@ def load_matrices(cache_dir: Optional[Path] = None, bundled_dir: Optional[Path] 
     deprecated = guarded("incompatibilities",
                          lambda: L.build_deprecated_distributions(merged["incompatibilities"]), [])
     branches = guarded("gpu_support", lambda: L.build_gpu_support(merged["gpu_support"]), [])
+    amd_targets, amd_gpus = guarded("amd_gpus", lambda: L.build_amd_gpus(merged["amd_gpus"]), ([], []))
     table_collected = {t: m.collected for t, m in merged.items()}
     dates = [d for d in table_collected.values() if d]
     return Matrices(
@@ -401,4 +454,6 @@ def load_matrices(cache_dir: Optional[Path] = None, bundled_dir: Optional[Path] 
         incompatibilities=facts,
         deprecated_distributions=deprecated,
         driver_branches=branches,
+        amd_targets=amd_targets,
+        amd_gpus=amd_gpus,
     )

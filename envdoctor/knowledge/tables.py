@@ -610,6 +610,64 @@ class DriverBranchSupport(_Row):
         return "any branch"
 
 
+# --------------------------------------------------------------------------- AMD GPUs (ROCm)
+
+AMD_STATUSES = ("supported", "deprecated", "unsupported", "unlisted")
+AMD_SEGMENTS = ("instinct", "radeon-pro", "radeon")
+
+
+def _rocm_series(version: object) -> Optional[Tuple[int, int]]:
+    v = parse_version(version)
+    return (v.major, v.minor) if v is not None else None
+
+
+@dataclass(frozen=True)
+class AmdTarget(_Row):
+    """An LLVM AMDGPU target (gfx942) and the ROCm series AMD's Linux compatibility matrix lists it in: from
+    ``rocm_first`` (None: already listed in ``read_from``, the earliest release read) to ``rocm_last`` (None:
+    still listed in ``listed_through``, the newest release read)."""
+
+    gfx: str
+    arch: str
+    status: str  # supported | deprecated | unsupported | unlisted (in listed_through)
+    read_from: str
+    listed_through: str
+    source: str
+    verified: str
+    rocm_first: Optional[str] = None
+    rocm_last: Optional[str] = None
+    note: Optional[str] = None
+    origin: str = ""
+
+    def listed_in(self, rocm: object) -> Optional[bool]:
+        """Does AMD list this target for ROCm `rocm` (compared by series: "6.2.4" is 6.2)? None: the data
+        cannot say (an unparsable version, a release before the earliest table read or after the newest)."""
+        s, lo, hi = _rocm_series(rocm), _rocm_series(self.read_from), _rocm_series(self.listed_through)
+        if s is None or lo is None or hi is None:
+            return None
+        first = _rocm_series(self.rocm_first) if self.rocm_first else None
+        last = _rocm_series(self.rocm_last) if self.rocm_last else None
+        if (first is not None and s < first) or (last is not None and s > last):
+            return False
+        if not lo <= s <= hi:
+            return None  # a release no table read covers
+        return self.status in ("supported", "deprecated")
+
+
+@dataclass(frozen=True)
+class AmdGpu(_Row):
+    """An AMD GPU product name (as amd-smi / rocm-smi print it) and its LLVM target."""
+
+    name: str
+    gfx: str
+    source: str
+    verified: str
+    segment: Optional[str] = None
+    aliases: List[str] = field(default_factory=list)
+    note: Optional[str] = None
+    origin: str = ""
+
+
 # --------------------------------------------------------------------------- other facts
 
 

@@ -1,8 +1,8 @@
-"""ED430-ED431: GPU paths other than NVIDIA CUDA, named; a ROCm build against the host's ROCm."""
+"""ED430-ED432: GPU paths other than NVIDIA CUDA, named; a ROCm build against the host's ROCm and its AMD GPUs."""
 from __future__ import annotations
 
 from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import major_minor
+from envdoctor.rules.context import major_minor, row_source
 
 _WORDS = {"npu": "Ascend NPU (torch_npu: torch.npu)", "xpu": "Intel GPU (torch.xpu)",
           "mps": "Apple GPU (Metal Performance Shaders)", "rocm": "AMD GPU (ROCm/HIP)"}
@@ -61,3 +61,69 @@ def rocm_build_vs_host(ctx, r):
                                  fix=[f"install the {a.framework.split()[0]} build for ROCm {major_minor(a.host_version)}, "
                                       "or the matching ROCm release"]))
     return out
+
+
+@rule(
+    id="ED432", name="rocm-build-gpu-target", title="AMD does not list the AMD GPU for the ROCm release of the build",
+    severity="warning", area="platform",
+    rationale="""
+ROCm builds carry GPU code for the LLVM targets (gfx942, gfx90a, gfx1100 ...) AMD supports in that ROCm
+release; a GPU whose target the release does not list (MI300X with ROCm 5.7, an RX 7800 XT's gfx1101 in 6.x)
+can get "hipErrorNoBinaryForGpu" or not be found, and the framework runs on the CPU. AMD's Linux compatibility
+matrix says which ROCm release lists which target; envdoctor has it as data (matrices/amd_gpus.toml, ROCm 5.7
+to 6.3.3) and judges each AMD GPU the host reports (rocm-smi / amd-smi) against the build's ROCm (torch
+version.py `hip`, +rocmX.Y): a warning when the target is listed only by other ROCm releases, info when AMD
+supports it in none (consumer GPUs such as gfx1101: the framework's own arch list decides) or deprecates it.
+A release outside the range read is not judged.
+""",
+    example="torch 2.1.2+rocm5.6 on an AMD Instinct MI300X (gfx942, listed from ROCm 6.0): ED432 warning.",
+    references=["https://rocm.docs.amd.com/en/latest/compatibility/compatibility-matrix.html",
+                "https://rocm.docs.amd.com/en/latest/reference/gpu-arch-specs.html"],
+)
+def rocm_build_gpu_target(ctx, r):
+    m = ctx.matrices
+    if m is None:
+        return []
+    out = []
+    for a in ctx.snap.accelerators:
+        rocm = major_minor(a.version) if a.kind == "rocm" else None
+        if rocm is None:
+            continue
+        for name in ctx.snap.rocm.gpus:
+            gfx = m.amd_gfx_for_gpu(name)
+            target = m.amd_target(gfx) if gfx else None
+            listed = target.listed_in(rocm) if target else None
+            ev = [EvidenceItem("AMD GPU", name, "rocm probe"),
+                  EvidenceItem("LLVM target", gfx or "?", "matrices/amd_gpus.toml")]
+            if target is not None:
+                ev.append(EvidenceItem(f"{target.gfx} in AMD's matrix", _span(target), row_source(m, target)))
+            if listed is False:
+                severity = "warning"
+                if target.status in ("unlisted", "unsupported"):
+                    # AMD does not ship or test it, but a framework's own arch list may still carry code for it
+                    severity = "info"
+                    why = (f"AMD supports {target.gfx} ({target.arch}) in no ROCm release read (through "
+                           f"{target.listed_through}: {target.status}); whether the build carries code for it is "
+                           f"the framework's own arch list")
+                    fix = [f"if the GPU is not found, use a GPU whose target AMD lists for ROCm {rocm}, or a build "
+                           f"whose arch list names {target.gfx}"]
+                else:
+                    why = f"AMD's compatibility matrix lists {target.gfx} ({target.arch}) {_span(target)}"
+                    fix = [f"install the {a.framework.split()[0]} build for a ROCm release that lists {target.gfx}"
+                           + (f" (ROCm {target.rocm_first} or newer)" if target.rocm_first else "")]
+                out.append(r.finding(f"{a.framework} is a ROCm {rocm} build, but {name} is {target.gfx}: {why}.",
+                                     severity=severity, evidence=ev, fix=fix, subject=f"{a.framework} on {name}",
+                                     cause=f"rocm-target:{target.gfx}:{rocm}"))
+            elif listed and target.status == "deprecated":
+                out.append(r.finding(f"{name} ({target.gfx}) is deprecated in AMD's ROCm matrix: support is to be "
+                                     f"removed in a later ROCm release than {target.listed_through}.",
+                                     severity="info", evidence=ev, subject=f"{a.framework} on {name}"))
+    return out
+
+
+def _span(target) -> str:
+    if target.status in ("unlisted", "unsupported"):
+        return f"{target.status} (ROCm {target.read_from} to {target.listed_through} read)"
+    first = f"from ROCm {target.rocm_first}" if target.rocm_first else f"since before ROCm {target.read_from}"
+    last = f" to {target.rocm_last}" if target.rocm_last else f" (still listed in {target.listed_through})"
+    return first + last
