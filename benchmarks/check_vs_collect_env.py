@@ -138,7 +138,8 @@ def main() -> int:
     ap.add_argument("--envdoctor", default=None, help="envdoctor command (default: this interpreter -m envdoctor)")
     ap.add_argument("--no-breakdown", action="store_true", help="only the paired ratio")
     args = ap.parse_args()
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
+    # An installed package has its bytecode (pip compiles it): PYTHONDONTWRITEBYTECODE would time the compiler instead.
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONDONTWRITEBYTECODE")}
     if args.envdoctor:
         prefix, check_args = args.envdoctor.split(), ["check", "--python", args.python, "--format", "json"]
         interpreter = None
