@@ -2,34 +2,132 @@
 """Time `envdoctor check` against `python -m torch.utils.collect_env` on the same interpreter.
 
 Paired runs: each round runs both commands back to back (order alternating), so
-both see the same machine state and caches; the ratio of the medians is printed.
-The target interpreter needs torch (and, for a fair picture, tensorflow-cpu and
-jax) installed; envdoctor inspects it with --python and never imports them.
+both see the same machine state and caches; the ratio of the medians is printed,
+with the spread (min-max) of each side and of the per-round ratios. The target
+interpreter needs torch (and, for a fair picture, tensorflow-cpu and jax)
+installed; envdoctor inspects it with --python and never imports them.
 
-    python benchmarks/check_vs_collect_env.py --python .ci-venv/fw/bin/python --rounds 5
+    python benchmarks/check_vs_collect_env.py --python .ci-venv/fw/bin/python --rounds 7
+
+Besides the ratio it prints where check's time goes (median over --rounds in-process
+runs of the real `check` command, each in a fresh interpreter): interpreter start,
+import, data (the matrices), probes (and each probe's own wall time; they overlap),
+rules, render; the peak memory (max RSS) of each check; and the wall time of
+`check --snapshot FILE`, `rules` and `explain`.
 
 When envdoctor is installed in that interpreter (`pip install .` there), both commands
 run on it; otherwise this interpreter's envdoctor inspects it with --python.
 
-Target: ratio <= 0.1 (aim 0.05).
+Targets (issue 18): ratio <= 0.05; peak memory <= 30 MiB; `check --snapshot`, `rules`,
+`explain` <= 0.1 s. Nothing here is asserted: the figures are printed.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
+# Runs the real `envdoctor check` in this process, timing its phases by wrapping the functions
+# envdoctor.commands.check calls (no copy of check's logic): the figures land in $BENCH_OUT as JSON.
+PHASES = r"""
+import json, os, sys, time
+t0 = time.perf_counter()
+import envdoctor.cli as cli
+import envdoctor.commands as commands
+mark = {"import": time.perf_counter()}
+spent = {"data": 0.0, "select": 0.0, "probes": 0.0, "rules": 0.0, "emit": 0.0}
+box = {}
 
-def timed(argv, env) -> float:
-    start = time.perf_counter()
-    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, timeout=600)
-    elapsed = time.perf_counter() - start
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.decode(errors='replace')[-500:]}")
-    return elapsed
+def timed(name, fn):
+    def wrapper(*a, **k):
+        start = time.perf_counter()
+        mark.setdefault(name + " start", start)
+        try:
+            return fn(*a, **k)
+        finally:
+            mark[name] = time.perf_counter()
+            spent[name] += mark[name] - start
+    return wrapper
+
+commands.load_data = timed("data", commands.load_data)
+commands.prepare_judgement = timed("select", commands.prepare_judgement)
+_obtain = commands.obtain_snapshot
+def obtain(*a, **k):
+    box["snap"] = snap = _obtain(*a, **k)
+    return snap
+commands.obtain_snapshot = timed("probes", obtain)
+commands.build_report = timed("rules", commands.build_report)
+commands.emit = timed("emit", commands.emit)
+commands.check.callback = timed("callback", commands.check.callback)
+sys.stdout = open(os.devnull, "w")
+try:
+    cli.main(sys.argv[1:])
+except SystemExit:
+    pass
+end = time.perf_counter()
+snap = box.get("snap")
+out = {"import": mark["import"] - t0, "click": mark["callback start"] - mark["import"],
+       "import_rules": mark["select start"] - mark["callback start"],
+       "select": spent["select"] - spent["data"], "data": spent["data"], "probes": spent["probes"],
+       "rules": spent["rules"], "render": mark["emit"] - mark["rules"], "exit": end - mark["emit"],
+       "total": end - t0,
+       "per_probe": {p.name: p.duration_ms / 1000 for p in snap.probes} if snap is not None else {}}
+with open(os.environ["BENCH_OUT"], "w") as f:
+    json.dump(out, f)
+"""
+
+
+def run(argv, env, stdout=subprocess.DEVNULL):
+    """(wall seconds, peak RSS in MiB) of one run of argv (in a neutral directory, so `-m envdoctor`
+    never picks up a source tree from the working directory)."""
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=stdout, stderr=err, env=env, cwd=tempfile.gettempdir())
+        _, status, usage = os.wait4(proc.pid, 0)  # reaped here, so its own peak RSS is known
+        elapsed = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode not in (0, 1):
+            err.seek(0)
+            raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {err.read().decode(errors='replace')[-500:]}")
+    return elapsed, usage.ru_maxrss / 1024
+
+
+def spread(xs) -> str:
+    return f"median {statistics.median(xs):.3f} s  (min {min(xs):.3f}, max {max(xs):.3f}, n={len(xs)})"
+
+
+def breakdown(interpreter, args, env, rounds):
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "phases.json")
+        for _ in range(rounds):
+            start = time.perf_counter()
+            subprocess.run([interpreter, "-c", PHASES, *args], env=dict(env, BENCH_OUT=out), cwd=tmp,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600, check=False)
+            wall = time.perf_counter() - start
+            with open(out) as f:
+                phases = json.load(f)
+            phases["start"] = wall - phases["total"]
+            runs.append(phases)
+    med = lambda key: statistics.median(r[key] for r in runs)  # noqa: E731
+    print(f"breakdown of check (median of {rounds} in-process runs, each in a fresh interpreter):")
+    for key, label in (("start", "interpreter start+exit"), ("import", "import envdoctor.cli+commands"),
+                       ("click", "click parses the command line"), ("import_rules", "import the rules"),
+                       ("select", "select the rules"), ("data", "data (matrices)"), ("probes", "probes (wall)"),
+                       ("rules", "rules (judging)"), ("render", "render (redact, format, emit)"),
+                       ("exit", "after emit")):
+        xs = [r[key] for r in runs]
+        print(f"  {label:<30} {med(key) * 1000:7.1f} ms  (min {min(xs) * 1000:.1f}, max {max(xs) * 1000:.1f})")
+    names = sorted({n for r in runs for n in r["per_probe"]},
+                   key=lambda n: -statistics.median(r["per_probe"].get(n, 0) for r in runs))
+    print("  per probe (own wall time; a stage's probes run in parallel):")
+    for n in names:
+        print(f"    {n:<28} {statistics.median(r['per_probe'].get(n, 0) for r in runs) * 1000:7.1f} ms")
 
 
 def main() -> int:
@@ -38,32 +136,62 @@ def main() -> int:
                     help="interpreter with torch installed (default: $ENVDOCTOR_TEST_FW_PYTHON or this one)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--envdoctor", default=None, help="envdoctor command (default: this interpreter -m envdoctor)")
+    ap.add_argument("--no-breakdown", action="store_true", help="only the paired ratio")
     args = ap.parse_args()
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
+    # An installed package has its bytecode (pip compiles it): PYTHONDONTWRITEBYTECODE would time the compiler instead.
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONDONTWRITEBYTECODE")}
     if args.envdoctor:
-        check = args.envdoctor.split() + ["check", "--python", args.python, "--format", "json"]
-    elif subprocess.run([args.python, "-c", "import envdoctor"], capture_output=True).returncode == 0:
+        prefix, check_args = args.envdoctor.split(), ["check", "--python", args.python, "--format", "json"]
+        interpreter = None
+    elif subprocess.run([args.python, "-c", "import envdoctor.cli"], capture_output=True,
+                        cwd=tempfile.gettempdir()).returncode == 0:
         # envdoctor installed in the target interpreter itself: the same interpreter runs both
-        check = [args.python, "-m", "envdoctor", "check", "--format", "json"]
+        interpreter, check_args = args.python, ["check", "--format", "json"]
+        prefix = [interpreter, "-m", "envdoctor"]
     else:
-        check = [sys.executable, "-m", "envdoctor", "check", "--python", args.python, "--format", "json"]
+        interpreter, check_args = sys.executable, ["check", "--python", args.python, "--format", "json"]
+        prefix = [interpreter, "-m", "envdoctor"]
+    check = prefix + check_args
     print("envdoctor:", " ".join(check))
     baseline = [args.python, "-m", "torch.utils.collect_env"]
-    # warm both once (file cache), not counted
-    timed(check, env)
-    timed(baseline, env)
-    ours, theirs = [], []
+    # warm both once (file cache, the matrices' parse cache), not counted; check's output must be a report
+    with tempfile.TemporaryFile() as out:
+        run(check, env, stdout=out)
+        out.seek(0)
+        try:
+            assert "findings" in json.load(out)
+        except (ValueError, AssertionError):
+            raise SystemExit(f"{' '.join(check)} did not print a JSON report")
+    run(baseline, env)
+    ours, theirs, rss = [], [], []
     for i in range(args.rounds):
         pair = [(check, ours), (baseline, theirs)]
         if i % 2:
             pair.reverse()
         for argv, bucket in pair:
-            bucket.append(timed(argv, env))
+            wall, peak = run(argv, env)
+            bucket.append(wall)
+            if argv is check:
+                rss.append(peak)
+    ratios = [a / b for a, b in zip(ours, theirs)]
     m_ours, m_theirs = statistics.median(ours), statistics.median(theirs)
-    ratio = m_ours / m_theirs
-    print(f"envdoctor check:              median {m_ours:.3f} s  runs {', '.join(f'{x:.3f}' for x in ours)}")
-    print(f"torch.utils.collect_env:      median {m_theirs:.3f} s  runs {', '.join(f'{x:.3f}' for x in theirs)}")
-    print(f"ratio (check / collect_env):  {ratio:.3f}   target <= 0.10, aim 0.05")
+    print(f"envdoctor check:              {spread(ours)}  runs {', '.join(f'{x:.3f}' for x in ours)}")
+    print(f"torch.utils.collect_env:      {spread(theirs)}  runs {', '.join(f'{x:.3f}' for x in theirs)}")
+    print(f"ratio (check / collect_env):  {m_ours / m_theirs:.3f}   per round: median {statistics.median(ratios):.3f} "
+          f"(min {min(ratios):.3f}, max {max(ratios):.3f})   target <= 0.05")
+    print(f"peak memory of check:         median {statistics.median(rss):.1f} MiB (max {max(rss):.1f})   target <= 30 MiB")
+    if args.no_breakdown:
+        return 0
+    if interpreter is not None:
+        breakdown(interpreter, check_args, env, args.rounds)
+    with tempfile.TemporaryDirectory() as tmp:
+        snap_file = os.path.join(tmp, "snap.json")
+        probe = prefix + ["probe", "--format", "json", "-o", snap_file] + check_args[1:-2]
+        run(probe, env)
+        for label, argv in (("check --snapshot FILE", prefix + ["check", "--snapshot", snap_file, "--format", "json"]),
+                            ("rules", prefix + ["rules"]), ("explain ED001", prefix + ["explain", "ED001"])):
+            walls = [run(argv, env)[0] for _ in range(args.rounds)]
+            print(f"{label + ':':<30}{spread(walls)}   target <= 0.1 s")
     return 0
 
 

@@ -24,12 +24,15 @@ def _stages() -> List[List[Tuple[str, ProbeFn]]]:
     from envdoctor.probes import binaries, cudnn, loader, nvidia, platform, pyenv, rocm, toolkits
     from envdoctor.probes import accelerators, buildenv, host, installers, kernels, memory
 
+    # Probes that start commands come first in their stage, so their waits overlap the others' CPU work;
+    # host needs nothing an earlier probe finds, so its four compiler commands run in the first stage.
     return [
         [
-            ("platform", platform.probe),
-            ("nvidia", nvidia.probe),
-            ("toolkits", toolkits.probe),
             ("python", pyenv.probe),
+            ("host", host.probe),
+            ("toolkits", toolkits.probe),
+            ("nvidia", nvidia.probe),
+            ("platform", platform.probe),
             ("rocm", rocm.probe),
         ],
         [
@@ -39,7 +42,6 @@ def _stages() -> List[List[Tuple[str, ProbeFn]]]:
             ("kernels", kernels.probe),
             ("memory", memory.probe),
             ("buildenv", buildenv.probe),
-            ("host", host.probe),
             ("installers", installers.probe),
             ("accelerators", accelerators.probe),
         ],

@@ -48,16 +48,16 @@ def configured(cwd: Optional[Path] = None) -> FrozenSet[str]:
     """expect-cpu from envdoctor.toml (top level or [tool.envdoctor]) and pyproject.toml ([tool.envdoctor]) in `cwd`."""
     from envdoctor.errors import BadInput
 
-    try:
-        import tomllib  # type: ignore[import-not-found]
-    except ImportError:  # Python < 3.11
-        import tomli as tomllib  # type: ignore[no-redef]
     base = Path(cwd) if cwd is not None else Path.cwd()
     out: FrozenSet[str] = frozenset()
     for name in CONFIG_FILES:
         path = base / name
         if not path.is_file():
             continue
+        try:  # only where a config file is there: most runs never import the TOML parser
+            import tomllib  # type: ignore[import-not-found]
+        except ImportError:  # Python < 3.11
+            import tomli as tomllib  # type: ignore[no-redef]
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
