@@ -11,19 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+from envdoctor.knowledge.tables import parse_version as _v
 from envdoctor.snapshot import Framework
 
 # the distribution whose release row the data keeps, per framework family
 FAMILY_OF = {"torch": "torch", "tensorflow": "tensorflow", "jaxlib": "jax"}
-
-
-def _v(text: Optional[str]) -> Optional[Version]:
-    try:
-        return Version(str(text).strip()) if text else None
-    except InvalidVersion:
-        return None
 
 
 def oldest_known(m: Any, family: str) -> Optional[str]:

@@ -4,19 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
-from packaging.version import InvalidVersion, Version
-
+from envdoctor.knowledge.tables import parse_version  # noqa: F401 - the rules' one version parser
 from envdoctor.snapshot import GPU, Framework, Snapshot
-
-
-def parse_version(text: Optional[str]) -> Optional[Version]:
-    """A packaging Version, or None for missing or unparsable text."""
-    if not text:
-        return None
-    try:
-        return Version(str(text).strip())
-    except InvalidVersion:
-        return None
 
 
 def base_version(text: Optional[str]) -> Optional[str]:

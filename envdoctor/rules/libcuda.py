@@ -14,9 +14,10 @@ import functools
 import re
 from typing import List, Optional, Tuple
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.rules.context import parse_version
 from envdoctor.rules.machine import DRIVER_CAUSE, _is_mismatch, _libcuda_resolution, _under_wsl_lib, _wsl2
 
 DATA = "matrices/forward_compat.toml"
@@ -65,10 +66,7 @@ def gpu_class(name: str) -> Optional[Tuple[str, bool, str, str]]:
 def _v(text: Optional[str]) -> Optional[Version]:
     if not text or text.count(".") < 1:
         return None  # "1" (libcuda.so.1 unresolved) says nothing about the release
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
+    return parse_version(text)
 
 
 def _pair(ctx):
