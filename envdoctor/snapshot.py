@@ -15,8 +15,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import typing
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, List, Optional
+
+from envdoctor.records import dataclass  # @dataclass without per-class compiling (issue 18)
 
 SCHEMA_VERSION = "1.0"
 

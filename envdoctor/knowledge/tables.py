@@ -8,11 +8,13 @@ Every row dataclass is frozen and carries ``source`` (where the fact was read, w
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
+
+from envdoctor.records import dataclass  # @dataclass without per-class compiling (issue 18)
 
 __all__ = [
     "ArchInfo",
