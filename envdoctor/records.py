@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, TypeVar,
 __all__ = ["dataclass", "light_dataclass"]
 
 C = TypeVar("C", bound=type)
+_REQUIRED = object()  # a required field's place in __init__'s template
 _FIELD = dataclasses._FIELD  # type: ignore[attr-defined]  # the marker dataclasses.fields() selects on
 
 
@@ -96,9 +97,14 @@ def _process(cls: C, frozen: bool) -> C:
     shown = tuple(n for n, f in fields.items() if f.repr)
     compared = tuple(n for n, f in fields.items() if f.compare)
     hashed = tuple(n for n, f in fields.items() if (f.compare if f.hash is None else f.hash))
-    put = object.__setattr__
     post_init = hasattr(cls, "__post_init__")
     qualname = cls.__qualname__
+
+    # __init__ fills the instance's __dict__ in one go: every field in order (its default, or a marker
+    # for a required one), then the fresh default_factory values, then the arguments given
+    template = {n: defaults.get(n, _REQUIRED) for n in names}
+    required = tuple(n for n in names if n not in defaults and n not in factories)
+    known = frozenset(names)
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         if args:
@@ -109,20 +115,18 @@ def _process(cls: C, frozen: bool) -> C:
                 if n in kwargs:
                     raise TypeError(f"{qualname}.__init__() got multiple values for argument {n!r}")
                 kwargs[n] = v
-        used = 0
-        for n in names:
-            if n in kwargs:
-                put(self, n, kwargs[n])
-                used += 1
-            elif n in defaults:
-                put(self, n, defaults[n])
-            elif n in factories:
-                put(self, n, factories[n]())
-            else:
-                raise TypeError(f"{qualname}.__init__() missing 1 required argument: {n!r}")
-        if used != len(kwargs):
-            extra = next(k for k in kwargs if k not in fields)
+        if not known.issuperset(kwargs):
+            extra = next(k for k in kwargs if k not in known)
             raise TypeError(f"{qualname}.__init__() got an unexpected keyword argument {extra!r}")
+        for n in required:
+            if n not in kwargs:
+                raise TypeError(f"{qualname}.__init__() missing 1 required argument: {n!r}")
+        d = self.__dict__
+        d.update(template)
+        for n, make in factories.items():
+            if n not in kwargs:
+                d[n] = make()
+        d.update(kwargs)
         if post_init:
             self.__post_init__()
 
