@@ -13,13 +13,14 @@ and arrays of tables (``[[release]]``, ``[[gpu]]`` ...).  Loading never raises:
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
+
+from envdoctor.lazyre import lazy_re
 
 class _LazyToml:
     """tomllib (tomli before 3.11), imported only when a table's text is not in the parse cache."""
@@ -42,14 +43,14 @@ TABLES: Tuple[str, ...] = ("cuda_driver", "gpus", "pytorch", "tensorflow", "jax"
 
 # --------------------------------------------------------------------------- field kinds
 
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_SM = re.compile(r"^(sm|compute)_\d+[af]?$")
-_CC = re.compile(r"^\d+\.\d+$")
-_VARIANT = re.compile(r"^(cpu|cu\d{3}|rocm\d+(\.\d+)+)$")
+_DATE = lazy_re(r"^\d{4}-\d{2}-\d{2}$")
+_SM = lazy_re(r"^(sm|compute)_\d+[af]?$")
+_CC = lazy_re(r"^\d+\.\d+$")
+_VARIANT = lazy_re(r"^(cpu|cu\d{3}|rocm\d+(\.\d+)+)$")
 _KINDS_ENUM = ("cuda", "cpu", "rocm")
 _SEGMENTS = ("geforce", "geforce-laptop", "workstation", "workstation-laptop", "datacenter", "jetson", "desktop")
 _PLUGINS = ("cuda12", "cuda13")
-_GFX = re.compile(r"^gfx[0-9a-f]{3,4}$")
+_GFX = lazy_re(r"^gfx[0-9a-f]{3,4}$")
 
 
 def _is_version(x: Any) -> bool:
@@ -354,9 +355,9 @@ def parse_toml_cached(text: str, warnings: Optional[List[str]] = None) -> Dict[s
         pass
     return data
 
-_HEADER = re.compile(r"^\s*\[\[\s*([A-Za-z0-9_.\-]+)\s*\]\]")
-_TOP_KEY = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*=")
-_TOML_LINE = re.compile(r"line (\d+)")
+_HEADER = lazy_re(r"^\s*\[\[\s*([A-Za-z0-9_.\-]+)\s*\]\]")
+_TOP_KEY = lazy_re(r"^\s*([A-Za-z0-9_\-]+)\s*=")
+_TOML_LINE = lazy_re(r"line (\d+)")
 
 
 @dataclass

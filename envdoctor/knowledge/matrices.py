@@ -29,6 +29,7 @@ from .tables import (
     normalize_os,
     parse_version,
 )
+from envdoctor.lazyre import lazy_re
 
 # Words that do not identify a GPU model (vendor / brand prefixes) ...
 _DROP = {"nvidia", "geforce", "tesla", "quadro", "corporation", "(r)", "(tm)"}
@@ -38,8 +39,8 @@ _NOISE = {
     "laptop", "gpu", "mobile", "notebook", "with", "max", "q", "maxq", "design", "lhr", "lite", "hash", "rate", "oem",
     "nvgpu", "dgxs", "ac",
 }
-_MEM = re.compile(r"^\d+(\.\d+)?(gb|g|mb|gib)$")
-_SPLIT = re.compile(r"[\s\-_/,()\[\]]+")
+_MEM = lazy_re(r"^\d+(\.\d+)?(gb|g|mb|gib)$")
+_SPLIT = lazy_re(r"[\s\-_/,()\[\]]+")
 
 
 def gpu_name_tokens(name: str) -> Tuple[str, ...]:
@@ -54,7 +55,7 @@ def _is_noise(token: str) -> bool:
 
 # AMD names (amd-smi MARKET_NAME, rocm-smi card model/series): vendor and brand words dropped
 _AMD_DROP = {"amd", "ati", "instinct", "radeon", "(tm)", "(r)", "graphics", "accelerator"}
-_GFX_TOKEN = re.compile(r"^gfx[0-9a-f]{3,4}$")
+_GFX_TOKEN = lazy_re(r"^gfx[0-9a-f]{3,4}$")
 
 
 def amd_name_tokens(name: str) -> Tuple[str, ...]:

@@ -15,6 +15,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.records import dataclass  # @dataclass without per-class compiling (issue 18)
+from envdoctor.lazyre import lazy_re
 
 __all__ = [
     "ArchInfo",
@@ -68,8 +69,8 @@ def series(value: object) -> Optional[str]:
     return f"{rel[0]}.{rel[1]}"
 
 
-_CC_DOTTED = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
-_CC_SM = re.compile(r"^\s*(?:sm|compute|lto)?_?(\d+?)(\d)[af]?\s*$", re.IGNORECASE)
+_CC_DOTTED = lazy_re(r"^\s*(\d+)\.(\d+)\s*$")
+_CC_SM = lazy_re(r"^\s*(?:sm|compute|lto)?_?(\d+?)(\d)[af]?\s*$", re.IGNORECASE)
 
 
 def normalize_cc(value: object) -> Optional[str]:
@@ -109,7 +110,7 @@ def normalize_os(value: object) -> Optional[str]:
     return None
 
 
-_ARCH_ENTRY = re.compile(r"^(sm|compute)_(\d+?)(\d)([af]?)$")
+_ARCH_ENTRY = lazy_re(r"^(sm|compute)_(\d+?)(\d)([af]?)$")
 
 
 def build_runs_on_cc(arch_list: Sequence[str], cc: object) -> Optional[bool]:

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from envdoctor.parsers import checked_text
+from envdoctor.lazyre import lazy_re
 
-_LINE_RE = re.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s*=>\s*(\S.*?)\s*$")
+_LINE_RE = lazy_re(r"^\s*(\S+)\s+\(([^)]*)\)\s*=>\s*(\S.*?)\s*$")
 
 
 @dataclass

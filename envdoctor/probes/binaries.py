@@ -15,7 +15,6 @@ from __future__ import annotations
 import csv
 import os
 import posixpath
-import re
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
@@ -29,8 +28,9 @@ from envdoctor.parsers.cuda_version import parse_dist_info_name
 from envdoctor.probes.base import ProbeContext, ProbeSkipped, ProbeUnknown
 from envdoctor.probes.toolkits import resolve_path, site_package_dirs
 from envdoctor.snapshot import Binaries, CudaBinary, Evidence, LinkedLibrary, Snapshot, UnreadableBinary
+from envdoctor.lazyre import lazy_re
 
-SO_RE = re.compile(r"\.so(\.\d+)*$")
+SO_RE = lazy_re(r"\.so(\.\d+)*$")
 MAX_RECORD = 32 * 1024 * 1024
 MAX_FILES = 50_000
 MAX_WALK = 20_000  # directory entries visited outside every RECORD

@@ -25,12 +25,13 @@ from envdoctor.probes import _pyenv_helper as helper
 from envdoctor.probes.base import ProbeContext, ProbeSkipped, ProbeUnknown
 from envdoctor.snapshot import Evidence, Framework, PythonEnv, Snapshot
 from envdoctor.subproc import Runner
+from envdoctor.lazyre import lazy_re
 
 HELPER_PATH = Path(__file__).with_name("_pyenv_helper.py")
 MARKER = helper.MARKER.strip()
 EXCERPT_MAX = 600
 
-_TF_FRAMEWORK_DISTS = re.compile(r"^(tensorflow(-(cpu|gpu|intel|macos|rocm|aarch64))?|tf-nightly(-(cpu|gpu))?)$")
+_TF_FRAMEWORK_DISTS = lazy_re(r"^(tensorflow(-(cpu|gpu|intel|macos|rocm|aarch64))?|tf-nightly(-(cpu|gpu))?)$")
 
 
 # -- finding and running the target interpreter ------------------------------------
