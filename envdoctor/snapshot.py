@@ -18,7 +18,7 @@ import typing
 from dataclasses import field
 from typing import Any, Dict, List, Optional
 
-from envdoctor.records import dataclass  # @dataclass without per-class compiling (issue 18)
+from envdoctor.records import dataclass
 
 SCHEMA_VERSION = "1.0"
 

@@ -12,10 +12,11 @@ import mmap
 import os
 import stat
 import struct
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Dict, List, Optional, Tuple
 
 from envdoctor.binaries import Unreadable
+from envdoctor.records import dataclass
 
 ELF_MAGIC = b"\x7fELF"
 FATBIN_SECTIONS = (".nv_fatbin", ".nvFatBinSegment")

@@ -8,13 +8,14 @@ and GPU tables, which need no release row, and say plainly what could not be jud
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, List, Optional
 
 from packaging.version import Version
 
 from envdoctor.knowledge.tables import parse_version as _v
 from envdoctor.snapshot import Framework
+from envdoctor.records import dataclass
 
 # the distribution whose release row the data keeps, per framework family
 FAMILY_OF = {"torch": "torch", "tensorflow": "tensorflow", "jaxlib": "jax"}

@@ -13,7 +13,7 @@ and arrays of tables (``[[release]]``, ``[[gpu]]`` ...).  Loading never raises:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
@@ -21,6 +21,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.lazyre import lazy_re
+from envdoctor.records import dataclass
 
 class _LazyToml:
     """tomllib (tomli before 3.11), imported only when a table's text is not in the parse cache."""

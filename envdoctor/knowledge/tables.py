@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envdoctor.records import dataclass  # @dataclass without per-class compiling (issue 18)
+from envdoctor.records import dataclass
 from envdoctor.lazyre import lazy_re
 
 __all__ = [

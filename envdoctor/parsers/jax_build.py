@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
 from typing import Iterable, Optional, Tuple
 
 from envdoctor.parsers import NUM, checked_text, python_ast
 from envdoctor.lazyre import lazy_re
+from envdoctor.records import dataclass
 
 
 @dataclass

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 from envdoctor.parsers import NUM, checked_text, dotted_version, python_ast
 from envdoctor.lazyre import lazy_re
+from envdoctor.records import dataclass
 
 _NAMES = ("__version__", "cuda", "hip", "rocm", "xpu", "git_version", "debug")
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Mapping, Optional
 
 from envdoctor.fsroot import Root
 from envdoctor.snapshot import Snapshot
 from envdoctor.subproc import DEFAULT_TIMEOUT, Runner
+from envdoctor.records import dataclass
 
 
 class ProbeUnknown(Exception):

@@ -11,8 +11,10 @@ its `consequences`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Dict, List, Optional
+
+from envdoctor.records import dataclass
 
 SEVERITIES = ("error", "warning", "info", "ok")
 SEVERITY_RANK = {"error": 3, "warning": 2, "info": 1, "ok": 0}

@@ -1,11 +1,12 @@
 """What a rule reads: the snapshot, the matrices, and facts derived from both."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, List, Optional
 
 from envdoctor.knowledge.tables import parse_version  # noqa: F401 - the rules' one version parser
 from envdoctor.snapshot import GPU, Framework, Snapshot
+from envdoctor.records import dataclass
 
 
 def base_version(text: Optional[str]) -> Optional[str]:

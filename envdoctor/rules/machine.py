@@ -9,10 +9,11 @@ the driver layers (ED013-ED017); the engine keeps the first of equal severity as
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import List, Optional
 
 from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.records import dataclass
 
 DRIVER_CAUSE = "nvidia-driver-unusable"  # shared by every "the driver cannot be used" finding
 VISIBLE_CAUSE = "cuda-visible-devices"
