@@ -17,7 +17,6 @@ ENVDOCTOR_NO_PARSE_CACHE=1 bypasses it (as it does the parse cache).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import MISSING
@@ -46,7 +45,7 @@ def _digest(bundled: Path, cache: Path) -> Optional[str]:
 
     from . import matrices
 
-    h = hashlib.sha256(f"{FORMAT}\0{__version__}\0{bundled}\0{cache}\0".encode())
+    h = L.sha256(f"{FORMAT}\0{__version__}\0{bundled}\0{cache}\0".encode())
     try:
         for module in (L, T, matrices):
             h.update(read_bytes(str(module.__file__)))

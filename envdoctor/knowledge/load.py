@@ -303,6 +303,19 @@ def cache_file(table: str, cache_dir: Optional[Path] = None) -> Path:
 # --------------------------------------------------------------------------- reading one file
 
 
+def sha256(data: bytes = b"") -> Any:
+    """hashlib.sha256, from CPython's own module when there is one: importing hashlib loads OpenSSL
+    (~3 ms of every start, issue 18); the digests are the same."""
+    try:
+        from _sha256 import sha256 as impl  # type: ignore[import-not-found]  # CPython <= 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256 as impl  # type: ignore[import-not-found,no-redef]  # CPython 3.12+
+        except ImportError:
+            from hashlib import sha256 as impl  # type: ignore[assignment]
+    return impl(data)
+
+
 def parse_toml_cached(text: str, warnings: Optional[List[str]] = None) -> Dict[str, Any]:
     """tomllib.loads, memoised on disk by content hash.
 
@@ -315,14 +328,13 @@ def parse_toml_cached(text: str, warnings: Optional[List[str]] = None) -> Dict[s
     parsed again.  An unwritable cache only means parsing again.  Set
     ENVDOCTOR_NO_PARSE_CACHE=1 to bypass it.
     """
-    import hashlib
     import json
 
     from envdoctor.infile import Unreadable, read_text as read_input, safe_json_or_none, why
 
     if os.environ.get("ENVDOCTOR_NO_PARSE_CACHE"):
         return _toml.loads(text)
-    key = hashlib.sha256(text.encode("utf-8")).hexdigest()[:40]
+    key = sha256(text.encode("utf-8")).hexdigest()[:40]
     cached = default_cache_dir().parent / "parsed" / f"{key}.v2.json"  # v2: {"key", "data"}; older entries unread
     problem = ""
     try:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import datetime
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import List, Sequence, Tuple
 
 from envdoctor import __version__
 from envdoctor.errors import BadInput
-from envdoctor.probes.base import ProbeContext, ProbeFn, ProbeSkipped, ProbeUnknown
+from envdoctor.probes.base import ProbeContext, ProbeFn, ProbeSkipped, ProbeUnknown, parallel_map
 from envdoctor.snapshot import ProbeStatus, Snapshot
 from envdoctor.subproc import kill_all
 
@@ -73,16 +72,12 @@ def run_probes(ctx: ProbeContext, stages: Sequence[Sequence[Tuple[str, ProbeFn]]
     )
     statuses: List[ProbeStatus] = []
     for stage in stages if stages is not None else _stages():
-        pool = ThreadPoolExecutor(max_workers=max(1, len(stage)))
         try:
-            futures = [pool.submit(_run_one, name, fn, ctx, snap) for name, fn in stage]
-            statuses.extend(f.result() for f in futures)
+            statuses.extend(parallel_map(lambda probe: _run_one(probe[0], probe[1], ctx, snap), stage))
             snap.probes = list(statuses)  # a later stage can tell a skipped earlier probe from a failed one
         except KeyboardInterrupt:
             kill_all()  # the probes' commands run in their own sessions: end them now, not at their timeouts
             raise
-        finally:
-            pool.shutdown(wait=True)
     if ctx.root.unreadable:  # a FIFO or device where a system file should be: said, never read (fsroot)
         statuses.append(ProbeStatus("files", "unknown", "not read: " + "; ".join(
             f"{path} ({why})" for path, why in sorted(ctx.root.unreadable.items()))))

@@ -12,7 +12,6 @@ file, default dirs). Answers (and each RECORD's parse) are cached per (path, siz
 """
 from __future__ import annotations
 
-import csv
 import os
 import posixpath
 import time
@@ -81,7 +80,12 @@ def _read_record(path: str) -> Tuple[List[str], List[str]]:
         end = text.find("\n", pos)
         end = len(text) if end < 0 else end
         line = text[start:end]
-        row = next(csv.reader([line]), []) if line.startswith('"') else [line.split(",", 1)[0]]
+        if line.startswith('"'):  # a quoted RECORD path, rare: csv imported only then
+            import csv
+
+            row = next(csv.reader([line]), [])
+        else:
+            row = [line.split(",", 1)[0]]
         if row and SO_RE.search(row[0]) and (not shared or shared[-1] != row[0]):
             shared.append(row[0])
         pos = text.find(".so", end)
