@@ -31,7 +31,7 @@ import subprocess
 import threading
 import time
 from dataclasses import field
-from typing import Callable, Dict, Optional, Mapping, Sequence
+from typing import Callable, Dict, Optional, Mapping, Sequence, Tuple, Union
 
 from envdoctor.records import dataclass
 
@@ -111,10 +111,48 @@ class Runner:
         docstring for the bounds on time, memory and lifetime.
         """
         argv = list(argv)
+        limit = self.timeout if timeout is None else timeout
+        full_env = dict(env if env is not None else self.env)
+        started: Union[CmdResult, Tuple[subprocess.Popen, float], None] = None
+        if stdin_text is None and on_stdout_line is None and cancel is None and _STARTED:
+            with _LIVE_LOCK:
+                started = _STARTED.pop(_start_key(argv, limit, full_env), None)
+        if started is None:
+            started = self._spawn(argv, full_env, stdin_text is not None)
+        if isinstance(started, CmdResult):
+            return started
+        proc, start = started
+        try:
+            return _collect(argv, proc, limit, start, stdin_text, on_stdout_line, cancel)
+        finally:
+            _finish(proc)
+
+    def start(self, argv: Sequence[str], timeout: float | None = None, env: Mapping[str, str] | None = None) -> None:
+        """Start argv now, to be collected by the run() of the same argv, timeout and env that follows (a
+        prefetch: the command works while this process does something else). Its timeout counts from now;
+        one never collected is killed by :func:`discard_started` or at exit. Starts nothing for a command
+        that cannot start (run() then says why) or that is already waiting to be collected."""
+        argv = list(argv)
+        limit = self.timeout if timeout is None else timeout
+        full_env = dict(env if env is not None else self.env)
+        key = _start_key(argv, limit, full_env)
+        with _LIVE_LOCK:
+            if key in _STARTED:
+                return
+        started = self._spawn(argv, full_env, False)
+        if isinstance(started, CmdResult):
+            return
+        with _LIVE_LOCK:
+            if key in _STARTED:  # another thread started the same meanwhile
+                _finish(started[0])
+            else:
+                _STARTED[key] = started
+
+    def _spawn(self, argv: list, env: Dict[str, str], with_stdin: bool) -> Union[CmdResult, Tuple[subprocess.Popen, float]]:
+        """(the started process, its start time), or the CmdResult of a command that could not start."""
         exe = self.which(argv[0])
         if exe is None:
             return CmdResult(argv, "missing", reason=f"{argv[0]}: not found on PATH")
-        limit = self.timeout if timeout is None else timeout
         start = time.monotonic()
         with _LIVE_LOCK:  # held over the start, so shutdown() either sees this command or refuses it
             if _CLOSING.is_set():
@@ -122,26 +160,41 @@ class Runner:
             try:
                 proc = subprocess.Popen(
                     [exe, *argv[1:]],
-                    stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+                    stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
-                    env=dict(env if env is not None else self.env),
+                    env=env,
                     start_new_session=True,
                 )
             except OSError as exc:
                 return CmdResult(argv, "error", reason=f"{argv[0]}: cannot run: {exc.strerror or exc}")
             _LIVE.add(proc)
             _watchdog_send(f"+ {proc.pid}\n")
-        try:
-            return _collect(argv, proc, limit, start, stdin_text, on_stdout_line, cancel)
-        finally:
-            _end(proc)
-            for pipe in (proc.stdin, proc.stdout, proc.stderr):
-                if pipe is not None:
-                    try:
-                        pipe.close()
-                    except OSError:
-                        pass
+        return proc, start
+
+
+def _start_key(argv: list, limit: float, env: Dict[str, str]) -> tuple:
+    return tuple(argv), limit, tuple(sorted(env.items()))
+
+
+def _finish(proc: subprocess.Popen) -> None:
+    _end(proc)
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            try:
+                pipe.close()
+            except OSError:
+                pass
+
+
+def discard_started() -> int:
+    """Kill and reap every command start() began that no run() collected; how many there were."""
+    with _LIVE_LOCK:
+        left = [proc for proc, _ in _STARTED.values()]
+        _STARTED.clear()
+    for proc in left:
+        _finish(proc)
+    return len(left)
 
 
 class _Stream:
@@ -328,6 +381,7 @@ def _end(proc: subprocess.Popen) -> None:
 # a signal handler (main thread) may call kill_all() while the main thread itself is starting one.
 _LIVE: set = set()
 _LIVE_LOCK = threading.RLock()
+_STARTED: Dict[tuple, Tuple[subprocess.Popen, float]] = {}  # Runner.start()ed commands waiting for their run(): key -> (proc, start time)
 _CLOSING = threading.Event()
 
 

@@ -11,6 +11,14 @@ from envdoctor.snapshot import Evidence, Snapshot
 TOOLS = ("gcc", "clang", "cmake", "ninja")
 
 
+def prefetch(ctx: ProbeContext) -> None:
+    """Start the compilers' --version now (Runner.start): probe() collects them."""
+    if ctx.root.is_live:
+        for tool in TOOLS:
+            if ctx.runner.which(tool):
+                ctx.runner.start([tool, "--version"], timeout=ctx.timeout)
+
+
 def probe(ctx: ProbeContext, snap: Snapshot) -> None:
     h = snap.host
     text = ctx.root.read_text("/proc/cpuinfo", 1024 * 1024) if ctx.root.exists("/proc/cpuinfo") else None
