@@ -6,7 +6,7 @@ sources) is kept in ``<cache root>/compiled/matrices.json`` as
 ``{"format": N, "key": <hash>, "parts": ...}``, every row an object ``{"__row__": "<class>", <fields>}``.
 The key hashes every input of the build: the bytes of each bundled table and of each overlay file in
 the cache folder (present or not), both folders' paths, this package's version and the source of the
-modules that read and build the rows. Any change to them is another key, and the cache is built again.
+modules that read, build and encode the rows. Any change to them is another key, and the cache is built again.
 
 The TOML stays the source: the cache is only ever written from it, and validation happens then, not on
 a hit.  It cannot run code: it is JSON, and a row is made only from a class of
@@ -43,11 +43,13 @@ def _digest(bundled: Path, cache: Path) -> Optional[str]:
     from envdoctor import __version__
     from envdoctor.infile import Unreadable, read_bytes
 
+    import sys
+
     from . import matrices
 
     h = L.sha256(f"{FORMAT}\0{__version__}\0{bundled}\0{cache}\0".encode())
     try:
-        for module in (L, T, matrices):
+        for module in (L, T, matrices, sys.modules[__name__]):
             h.update(read_bytes(str(module.__file__)))
         for table in L.TABLES:
             for path in (bundled / f"{table}.toml", cache / f"{table}.toml"):
