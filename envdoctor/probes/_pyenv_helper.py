@@ -110,7 +110,7 @@ def parse_headers(text):
 def egg_requires(path):
     """requires.txt of an egg-info, turned into Requires-Dist style lines."""
     text = read_text(os.path.join(path, "requires.txt"))
-    out = []
+    out = []  # type: list[str]  # a type comment: the helper runs on Python 3.6+
     if not text:
         return out
     section = ""
@@ -218,7 +218,7 @@ def collect(path_entries):
     import sysconfig
 
     search_path = [p for p in path_entries if p and os.path.isdir(p)]
-    dists = {}
+    dists = {}  # type: dict[str, dict]  # a type comment: the helper runs on Python 3.6+
     order = []
     for base in search_path:
         try:
