@@ -349,7 +349,8 @@ def parse_html_page(text: str, page_url: str, index_url: str) -> List[DistFile]:
         meta: Optional[Dict[str, str]] = None
         for attr in ("data-core-metadata", "data-dist-info-metadata"):
             if attr in link:  # present without a value means "true"
-                meta = _hash_attr(link[attr] if link[attr] is not None else "true")
+                value = link[attr]
+                meta = _hash_attr(value if value is not None else "true")
                 break
         rp = link.get("data-requires-python")
         f = _make_file(filename, full, index_url, html.unescape(rp) if rp else None, meta,
