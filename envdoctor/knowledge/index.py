@@ -481,9 +481,11 @@ class IndexClient:
             box["abandoned"] = True
             _shut(box.get("response"))
             raise _PastDeadline(url)
-        if "error" in box:
-            raise box["error"]  # type: ignore[misc]
-        return box["value"]  # type: ignore[return-value]
+        error, value = box.get("error"), box.get("value")
+        if isinstance(error, BaseException):
+            raise error
+        assert isinstance(value, Response), "the worker sets value or error before it ends"
+        return value
 
     def _get_body(self, url: str, headers: Dict[str, str], limit: int, deadline: float,
                   box: Dict[str, object]) -> Response:
