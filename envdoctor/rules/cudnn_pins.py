@@ -354,6 +354,8 @@ def cudnn_needs(ctx) -> List[CudnnNeed]:
                 out.append(CudnnNeed(fw, rel_v.major, rel_v, None, False, row_src(ctx, rel), f"cuDNN {rel.cudnn}"))
             continue
         if fw.name == "jaxlib":
+            if any(jax_plugin(o) is not None and o.build == "cuda" for o in ctx.frameworks):
+                continue  # jax loads the CUDA plugin (its pins speak); jaxlib's +cudnnNN label stays evidence
             v = parse_version(fw.cudnn_version)
             if v is not None:
                 out.append(CudnnNeed(fw, v.major, v, None, True, fw_src(fw), f"cuDNN >= {fw.cudnn_version}"))
@@ -440,6 +442,8 @@ and jax's *_local installs need a system cuDNN of the right major on the loader 
     ],
 )
 def cudnn_missing_or_wrong(ctx, r):
+    from envdoctor.facts.libraries import loaded
+
     snap = ctx.snap
     pkgs = packages(snap)
     findings = []
@@ -491,6 +495,15 @@ def cudnn_missing_or_wrong(ctx, r):
             continue  # the installed packages are unknown: nothing to judge
         # pins behind an extra (not installed) or no pin at all: the build looks for a system cuDNN
         if not ctx.has_nvidia_gpu or ctx.os != "linux" or not libs_known or need.major is None:
+            continue
+        lib = loaded(ctx, fw, "cudnn")
+        if lib is not None and lib.where in ("LD_PRELOAD", "LD_LIBRARY_PATH") and lib.major == need.major \
+                and len(parse_version(lib.version).release if parse_version(lib.version) else ()) >= 2:
+            # the loader takes this copy before any wheel or system cuDNN (envdoctor.facts.libraries)
+            f = _judge_version(ctx, r, need, lib.version or "", f"{lib.path}, first on {lib.where}",
+                               lib.version_source, base_ev)
+            if f is not None:
+                findings.append(f)
             continue
         if need.wheels_count and pin is None:
             wheel = next(((n, v) for n, v in other_wheels.items()
@@ -582,7 +595,12 @@ def _judge_system(ctx, r, need: CudnnNeed, base_ev, other_wheels: Dict[str, str]
                      f'$ pip install "nvidia-cudnn-cu{fw_cuda}{lo}<{need.major + 1}"'])
         same = [c for c, _ in fitting]
     if same:
-        newest = max(same, key=lambda c: parse_version(c.version))
+        # the copy the loader picks (envdoctor.facts.libraries), else the newest of that major
+        from envdoctor.facts.libraries import loaded
+
+        lib = loaded(ctx, fw, "cudnn")
+        picked = [c for c in same if lib is not None and c.path == lib.path]
+        newest = picked[0] if picked else max(same, key=lambda c: parse_version(c.version))
         return _judge_version(ctx, r, need, newest.version, f"{newest.path}", _cudnn_src(newest), base_ev)
     cuda_major = _cuda_major(fw) or need.major
     wheel_name = f"nvidia-cudnn-cu{cuda_major}"
@@ -749,7 +767,7 @@ def _violation_severity(installed: Version, pin: Pin) -> str:
 
 
 def pin_clashes(ctx) -> List[Clash]:
-    from envdoctor.facts.libraries import extras_in_effect
+    from envdoctor.facts.libraries import pins_in_effect
 
     snap = ctx.snap
     pkgs = packages(snap)
@@ -758,9 +776,9 @@ def pin_clashes(ctx) -> List[Clash]:
         fam = _family(fw)
         if fam is None:
             continue
-        extras = extras_in_effect(fw, snap, ctx.frameworks)
-        pins = [p for p in parse_pins(fw, snap) if (p.name.startswith("nvidia-") or p.name.startswith("cuda-"))
-                and in_effect(p, pkgs, extras) and str(p.specifier)]
+        # the pins the library resolver holds in effect (an extra that was not installed pins nothing)
+        pins = [p for p in pins_in_effect(fw, snap, ctx.frameworks)
+                if (p.name.startswith("nvidia-") or p.name.startswith("cuda-")) and str(p.specifier)]
         by_family.setdefault(fam, []).extend(pins)
     out: List[Clash] = []
     fams = [f for f in _FAMILY_ORDER if f in by_family]
@@ -867,11 +885,9 @@ def _agree(pins_a: Dict[str, SpecifierSet], pins_b: Dict[str, SpecifierSet], pac
 
 
 def _current_pins(ctx, fw: Framework) -> Dict[str, SpecifierSet]:
-    from envdoctor.facts.libraries import extras_in_effect
+    from envdoctor.facts.libraries import pins_in_effect
 
-    pk = packages(ctx.snap)
-    extras = extras_in_effect(fw, ctx.snap, ctx.frameworks)
-    return {p.name: p.specifier for p in parse_pins(fw, ctx.snap) if in_effect(p, pk, extras) and str(p.specifier)}
+    return {p.name: p.specifier for p in pins_in_effect(fw, ctx.snap, ctx.frameworks) if str(p.specifier)}
 
 
 def _family_of_pin(pin: Pin) -> str:
