@@ -170,6 +170,14 @@ def _major(version: Optional[str]) -> Optional[int]:
     return v.release[0] if v is not None else None
 
 
+def _serves(fam: Family, version: Optional[str], major: Optional[int]) -> bool:
+    """Does a copy of this version carry the soname asked for? libcuda.so.1 is the soname of every driver's
+    libcuda.so.<driver version>; the other families' sonames carry their version's major."""
+    if fam.key == "libcuda":
+        return True
+    return major is not None and _major(version) == major
+
+
 def _precision(version: Optional[str]) -> int:
     v = parse_version(version)
     return len(v.release) if v is not None else 0
@@ -277,7 +285,8 @@ def _on_path(snap: Snapshot, fam: Family, via: str) -> List[Library]:
 def _most_precise(first: Library, pool: Sequence[Library]) -> Library:
     """Of the copies in the winner's directory (several names of one file), the one stating the most precise version."""
     d = posixpath.dirname(first.path)
-    same = [x for x in pool if posixpath.dirname(x.path) == d and _major(x.version) == _major(first.version)]
+    same = [x for x in pool if posixpath.dirname(x.path) == d and _precision(x.version) > 0
+            and _major(x.version) == _major(first.version)]
     return max(same, key=lambda x: _precision(x.version)) if same else first
 
 
@@ -297,7 +306,7 @@ def _system(snap: Snapshot, fam: Family, major: int) -> Optional[Tuple[str, Opti
     """(path, version, source) of the family in the ldconfig cache / trusted dirs, the most precise version first."""
     found: List[Tuple[str, Optional[str], str]] = []
     for lib in snap.loader.libraries:
-        if lib.name == fam.lib and lib.via == "ldconfig" and _major(lib.version) == major:
+        if lib.name == fam.lib and lib.via == "ldconfig" and _serves(fam, lib.version, major):
             found.append((lib.path, lib.version, "loader:ldconfig"))
     if fam.key == "cudnn":
         from envdoctor.rules.cudnn_pins import reachable
@@ -317,7 +326,7 @@ def _conda(snap: Snapshot, fam: Family, major: int) -> Optional[Tuple[str, Optio
         return None
     d = prefix + "/lib"
     cands = [(lib.path, lib.version) for lib in snap.loader.libraries if lib.name == fam.lib
-             and posixpath.dirname(lib.path) == d and _major(lib.version) == major]
+             and posixpath.dirname(lib.path) == d and _serves(fam, lib.version, major)]
     if fam.key == "cudnn":
         cands += [(c.path, c.version) for c in snap.cudnn if c.kind == "library" and posixpath.dirname(c.path) == d
                   and _major(c.version) == major]
@@ -354,7 +363,7 @@ def loaded(ctx_or_snap: Any, fw: Framework, family: str) -> Optional[LoadedLibra
     result: Optional[LoadedLibrary] = None
     for via in ("LD_PRELOAD", "LD_LIBRARY_PATH"):
         on = _on_path(snap, fam, via)
-        other += [lib for lib in on if _major(lib.version) is not None and _major(lib.version) != major]
+        other += [lib for lib in on if _major(lib.version) is not None and not _serves(fam, lib.version, major)]
         if result is None and via == "LD_LIBRARY_PATH" and snap.binaries.binaries:
             searched.append("binaries")
             hit = _from_binaries(snap, fw, fam, major)
@@ -364,7 +373,7 @@ def loaded(ctx_or_snap: Any, fw: Framework, family: str) -> Optional[LoadedLibra
                 result = LoadedLibrary(fw, fam, major, "binaries", path, match.version if match else None,
                                        f"binaries scan ({how})", package=package or None)
         searched.append(via)
-        same = [lib for lib in on if _major(lib.version) == major]
+        same = [lib for lib in on if _serves(fam, lib.version, major)]
         if result is None and same:
             best = _most_precise(same[0], same)
             result = LoadedLibrary(fw, fam, major, via, same[0].path, best.version, f"loader:{via}")
