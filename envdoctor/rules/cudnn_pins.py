@@ -427,12 +427,20 @@ at start-up: "Loaded runtime CuDNN library: 8.5.0 but source was compiled with: 
 needs to have matching major version and equal or higher minor version" (an error: the framework does
 not start its GPU path). Pip builds name the cuDNN
 they need in their Requires-Dist pins (nvidia-cudnn-cu12==9.1.0.70); TensorFlow without [and-cuda]
-and jax's *_local installs need a system cuDNN of the right major on the loader path.
+and jax's *_local installs need a system cuDNN of the right major on the loader path. Which copy a build
+gets is what envdoctor's library resolver (envdoctor.facts.libraries) says, in the loader's order:
+LD_PRELOAD, LD_LIBRARY_PATH, the build's own wheel or torch/lib bundle (RUNPATH), the conda env, the
+ldconfig cache and system dirs; the first copy of the right soname is judged, not the newest one on the
+machine ("Is there an older CuDNN somewhere on your system?"). A pin behind an extra that was not
+installed (plain tensorflow, not [and-cuda]) is not a requirement; with a jax CUDA plugin installed the
+plugin's cuDNN need is judged and jaxlib's own +cudnnNN label stays evidence.
 """,
     example="jaxlib 0.4.7+cuda11.cudnn86 with only libcudnn.so.8.5.0 on the machine: `ED300 error`, "
             "'jaxlib 0.4.7+cuda11.cudnn86 needs cuDNN >= 8.6; the newest cuDNN 8 found is 8.5.0'.",
     references=[
         "https://github.com/jax-ml/jax/issues/15268",
+        "https://github.com/jax-ml/jax/issues/22416",
+        "https://github.com/rdyro/torch2jax/issues/29",
         "https://github.com/jax-ml/jax/issues/6517",
         "https://github.com/tensorflow/tensorflow/issues/60913",
         "https://github.com/jax-ml/jax/issues/29315",
@@ -962,7 +970,9 @@ whichever the last install asked for, and the other framework then loads a libra
 for. An older cuDNN minor or another major than a build's pin is refused at start-up ("Loaded runtime
 CuDNN library: 9.5.1 but source was compiled with: 9.8.0"); a newer one within the major usually works
 but `pip check` reports the broken pin. Either pick releases whose pins agree or use one environment
-per framework.
+per framework. Only pins in effect count (envdoctor.facts.libraries): unconditional ones, and those
+behind an extra that was installed; a pin under tensorflow's `and-cuda` extra on a plain tensorflow
+install names no wheel TensorFlow loads.
 """,
     example="torch 2.4.1 (nvidia-cudnn-cu12==9.1.0.70) and tensorflow[and-cuda] 2.15.1 "
             "(nvidia-cudnn-cu12==8.9.4.25) in one venv with 9.1.0.70 installed: `ED320 error`.",

@@ -281,3 +281,33 @@ def test_healthy_cpu_laptop_and_container_stay_clean(tmp_path, capsys):
     box.platform.container = "docker"
     assert loaded(box, box.python.frameworks[0], "libcuda").where == "LD_LIBRARY_PATH"
     assert _ids(check_cli(box, tmp_path, capsys)[1], "ED300", "ED310", "ED320", "ED600") == []
+
+
+def test_explain_names_the_resolvers_order(capsys):
+    """`envdoctor explain ED300/ED320/ED600` documents that the rules read the resolver, and in which order it looks."""
+    from tests.test_gate_integrations import cli
+
+    for rid, words in (("ED300", ("envdoctor.facts.libraries", "LD_PRELOAD", "LD_LIBRARY_PATH", "RUNPATH", "conda")),
+                       ("ED320", ("envdoctor.facts.libraries", "in effect", "extra")),
+                       ("ED600", ("envdoctor.facts.libraries", "LD_PRELOAD", "LD_LIBRARY_PATH", "RUNPATH", "torch/lib"))):
+        rc, out, err = cli(["explain", rid], capsys)
+        assert rc == 0 and "Traceback" not in err
+        text = " ".join(out.split())
+        assert all(w in text for w in words), (rid, [w for w in words if w not in text])
+
+
+def test_the_helpers_torch_lib_listing_is_bounded_and_checked(tmp_path):
+    """The helper lists at most MAX_BUNDLED names per distribution; an answer whose `bundled` is not a list of
+    strings (a patched interpreter) is a probe error, not a silently empty section."""
+    from envdoctor.probes import _pyenv_helper as helper
+
+    lib = tmp_path / "site" / "torch" / "lib"
+    lib.mkdir(parents=True)
+    for i in range(helper.MAX_BUNDLED + 20):
+        (lib / f"libcudnn_part{i}.so.8").write_bytes(b"")
+    (lib / "libtorch_cuda.so").write_bytes(b"")
+    got = helper.bundled_libs("torch", str(tmp_path / "site"), [])
+    assert len(got) == helper.MAX_BUNDLED and all("/torch/lib/libcudnn_part" in p for p in got)
+    assert helper.bundled_libs("tensorflow", str(tmp_path / "site"), []) == []
+    bad = {"dists": [{"name": "torch", "normalized": "torch", "version": "2.0.1", "bundled": [3]}]}
+    assert "bundled" in (pyenv.helper_answer_problem(bad) or "")
