@@ -13,7 +13,8 @@ The order is glibc's search order for a bare soname, as envdoctor.binaries.loade
    pytorch/pytorch#80637);
 4. RUNPATH: the copy the framework brings itself: its wheel's bundle (torch/lib/libcudnn.so.8 of older torch
    wheels, Framework.bundled), else an installed nvidia-* wheel of that family ($ORIGIN/../../nvidia/<lib>/lib),
-   whoever installed it;
+   whoever installed it, for builds linked with that RUNPATH (those whose Requires-Dist names nvidia-* wheels,
+   under any extra, and jaxlib's +cudaNN builds: finds_wheels);
 5. the conda environment's lib directory (a conda interpreter);
 6. the system: the ldconfig cache and the trusted dirs (a CUDA toolkit folder counts only on the path or in the
    cache).
@@ -233,9 +234,22 @@ def _bundle(fw: Framework, fam: Family, matrices: Any, snap: Snapshot) -> Option
     return LoadedLibrary(fw, fam, major, "bundle", where, version, source, package=None)
 
 
+def finds_wheels(fw: Framework, snap: Snapshot) -> bool:
+    """Do the build's binaries carry the RUNPATH into site-packages/nvidia/*/lib? Builds whose Requires-Dist names
+    nvidia-* wheels (under any extra: tensorflow's and-cuda pins exist whether the extra was installed or not) are
+    linked with the whole set of those dirs (pytorch/builder's CUDA_RPATHS); so are jaxlib's +cudaNN builds (the
+    same wheel serves jax[cudaNN_pip]). A torch wheel that bundles its libraries carries $ORIGIN only."""
+    from envdoctor.rules.cudnn_pins import parse_pins
+
+    if fw.name == "jaxlib" and fw.build == "cuda":
+        return True
+    return any(wheel_family(p.name) is not None for p in parse_pins(fw, snap))
+
+
 def _wheel(fam: Family, major: Optional[int], pkgs: Dict[str, str], pin: Optional["Pin"], fw: Framework,
            ) -> Optional[LoadedLibrary]:
-    """An installed nvidia-* wheel of the family with the major asked for (the pinned name first)."""
+    """An installed nvidia-* wheel of the family with the major asked for (the pinned name first), whoever installed
+    it: the build's RUNPATH finds it (only for builds that have that RUNPATH, see finds_wheels)."""
     if fam.wheel is None:
         return None
     names = sorted(n for n in pkgs if wheel_family(n) is fam)
@@ -357,7 +371,7 @@ def loaded(ctx_or_snap: Any, fw: Framework, family: str) -> Optional[LoadedLibra
     major = _wanted_major(fw, fam, bundle, pin, pkgs)
     if major is None:
         return None
-    own = bundle or _wheel(fam, major, pkgs, pin, fw)
+    own = bundle or (_wheel(fam, major, pkgs, pin, fw) if finds_wheels(fw, snap) else None)
     other: List[Library] = []
     searched: List[str] = []
     result: Optional[LoadedLibrary] = None
@@ -414,4 +428,4 @@ def loaded_all(ctx_or_snap: Any, fw: Framework, families: Iterable[str] = tuple(
 
 
 __all__ = ["FAMILIES", "Family", "LoadedLibrary", "ORDER", "extra_in_effect", "extras_in_effect", "lib_family",
-           "loaded", "loaded_all", "pins_in_effect", "site_packages", "wheel_family"]
+           "finds_wheels", "loaded", "loaded_all", "pins_in_effect", "site_packages", "wheel_family"]

@@ -505,11 +505,15 @@ def cudnn_missing_or_wrong(ctx, r):
         if not ctx.has_nvidia_gpu or ctx.os != "linux" or not libs_known or need.major is None:
             continue
         lib = loaded(ctx, fw, "cudnn")
-        if lib is not None and lib.where in ("LD_PRELOAD", "LD_LIBRARY_PATH") and lib.major == need.major \
-                and len(parse_version(lib.version).release if parse_version(lib.version) else ()) >= 2:
-            # the loader takes this copy before any wheel or system cuDNN (envdoctor.facts.libraries)
-            f = _judge_version(ctx, r, need, lib.version or "", f"{lib.path}, first on {lib.where}",
-                               lib.version_source, base_ev)
+        lib_v = parse_version(lib.version) if lib is not None else None
+        if lib is not None and lib_v is not None and lib.major == need.major and len(lib_v.release) >= 2 \
+                and lib.where in ("LD_PRELOAD", "LD_LIBRARY_PATH", "binaries", "wheel"):
+            # the copy the loader takes (envdoctor.facts.libraries): one on the path comes before any wheel or system
+            # cuDNN; a wheel is found through the build's RUNPATH whoever installed it (tensorflow/tensorflow#59825)
+            wheel = lib.package.split()[0] if lib.where == "wheel" and lib.package else None
+            where = f"{lib.package} wheel" if wheel else f"{lib.path}, first on {lib.where}"
+            f = _judge_version(ctx, r, need, lib.version or "", where,
+                               "python.packages" if wheel else lib.version_source, base_ev, fix_wheel=wheel)
             if f is not None:
                 findings.append(f)
             continue

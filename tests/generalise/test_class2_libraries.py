@@ -311,3 +311,41 @@ def test_the_helpers_torch_lib_listing_is_bounded_and_checked(tmp_path):
     assert helper.bundled_libs("tensorflow", str(tmp_path / "site"), []) == []
     bad = {"dists": [{"name": "torch", "normalized": "torch", "version": "2.0.1", "bundled": [3]}]}
     assert "bundled" in (pyenv.helper_answer_problem(bad) or "")
+
+
+def _tf215_next_to_torch(torch_version: str, torch_requires, pkgs):
+    return sf.machine(driver="535.104.05", driver_cuda="12.2", gpus=["NVIDIA A100-SXM4-80GB:8.0"], packages=pkgs,
+                      frameworks=[sf.tensorflow("2.15.0", cuda="12.2", cudnn="8", requires=TF_215),
+                                  sf.torch(torch_version, cuda="12.1", requires=torch_requires)], python="3.10.12")
+
+
+def test_plain_tf215_finds_torchs_cudnn_8_wheel_through_its_runpath():
+    """Healthy: plain tensorflow 2.15 next to torch 2.1.2, whose pin installed nvidia-cudnn-cu12 8.9.2.26
+    (libcudnn.so.8), no system cuDNN. TF's wheels carry the RUNPATH into site-packages/nvidia/*/lib whether or not
+    [and-cuda] was installed (https://github.com/tensorflow/tensorflow/pull/59825: 'include the rpaths but not the
+    explicit dependencies'), so TF loads that 8.9.2.26 - no pin of its own applies. This was a false ED300 error
+    ('no cuDNN 8 library or nvidia-cudnn wheel was found')."""
+    t212 = [f"nvidia-cudnn-cu12 (==8.9.2.26) {_L}", f"nvidia-cublas-cu12 (==12.1.3.1) {_L}"]
+    snap = _tf215_next_to_torch("2.1.2", t212, {"nvidia-cudnn-cu12": "8.9.2.26", "nvidia-cublas-cu12": "12.1.3.1"})
+    tf = snap.python.frameworks[0]
+    lib = loaded(snap, tf, "cudnn")
+    assert (lib.where, lib.version, lib.pin) == ("wheel", "8.9.2.26", None)
+    assert serious(check(snap, ["ED3", "ED600"])) == []
+
+
+def test_plain_tf215_next_to_torch_241_without_system_cudnn_is_an_error():
+    """Counterpart: next to torch 2.4.1 the wheel is cuDNN 9 (libcudnn.so.9), which TF 2.15's libcudnn.so.8 lookup
+    cannot use, and the machine has no cuDNN 8: ED300 error for TensorFlow."""
+    snap = _tf215_next_to_torch("2.4.1", TORCH_241, dict(TORCH_241_PKGS))
+    assert loaded(snap, snap.python.frameworks[0], "cudnn").where == "not found"
+    found = by_id(check(snap, ["ED300"]), "ED300")
+    assert [(f.severity, f.subject) for f in found] == [("error", "tensorflow 2.15.0")]
+
+
+def test_a_bundling_torch_ignores_a_cudnn_wheel_someone_else_installed():
+    """torch 2.0.1+cu118 carries RUNPATH $ORIGIN only (its libraries are in torch/lib): an nvidia-cudnn-cu11 wheel
+    another package installed is not what it loads; its bundle is."""
+    snap = sf.machine(driver="535.104.05", driver_cuda="12.2", gpus=["NVIDIA GeForce RTX 3090:8.6"],
+                      frameworks=[_bundling_torch("2.0.1+cu118", "11.8")], packages={"nvidia-cudnn-cu11": "8.9.6.50"})
+    lib = loaded(Context(snap, matrices()), snap.python.frameworks[0], "cudnn")
+    assert (lib.where, lib.version, lib.package) == ("bundle", "8.7.0.84", None)
