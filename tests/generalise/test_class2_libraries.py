@@ -349,3 +349,37 @@ def test_a_bundling_torch_ignores_a_cudnn_wheel_someone_else_installed():
                       frameworks=[_bundling_torch("2.0.1+cu118", "11.8")], packages={"nvidia-cudnn-cu11": "8.9.6.50"})
     lib = loaded(Context(snap, matrices()), snap.python.frameworks[0], "cudnn")
     assert (lib.where, lib.version, lib.package) == ("bundle", "8.7.0.84", None)
+
+
+def test_the_binaries_scans_answer_is_taken_as_the_loaders():
+    """When the binaries scan resolved a framework object's DT_NEEDED (envdoctor.binaries.loader: RPATH included),
+    that answer is what the resolver reports, ahead of LD_LIBRARY_PATH and the wheel."""
+    from envdoctor.snapshot import CudaBinary, LinkedLibrary
+
+    d = "/opt/cudnn-9.1/lib"
+    snap = sf.machine(driver="550.54.15", driver_cuda="12.4", gpus=["NVIDIA A100-SXM4-80GB:8.0"],
+                      packages={"nvidia-cudnn-cu12": "9.1.0.70"},
+                      frameworks=[sf.torch("2.4.1", cuda="12.1", requires=[f"nvidia-cudnn-cu12 (==9.1.0.70) {_L}"])],
+                      ld_library_path=["/usr/local/cuda/lib64"],
+                      libraries=[Library("libcudnn", "/usr/local/cuda/lib64/libcudnn.so.9.0.0", "9.0.0", "LD_LIBRARY_PATH")])
+    snap.binaries.binaries = [CudaBinary(f"{SITE}/torch/lib/libtorch_cuda.so", package="torch", package_version="2.4.1",
+                                         libraries=[LinkedLibrary("libcudnn.so.9", f"{d}/libcudnn.so.9", "RPATH")])]
+    lib = loaded(snap, snap.python.frameworks[0], "cudnn")
+    assert (lib.where, lib.path, lib.version_source) == ("binaries", f"{d}/libcudnn.so.9", "binaries scan (RPATH)")
+    assert lib.own.where == "wheel"
+
+
+def test_a_conda_env_library_is_found_before_the_system():
+    """A conda interpreter's frameworks find the environment's lib directory before the ldconfig cache: a conda
+    TensorFlow 2.15 build (no nvidia-* Requires-Dist) with cudnn 8.9.7 in $CONDA_PREFIX/lib and an 8.6 system copy."""
+    prefix = "/opt/conda/envs/tf"
+    snap = sf.machine(driver="535.104.05", driver_cuda="12.2", gpus=["NVIDIA A100-SXM4-80GB:8.0"],
+                      frameworks=[sf.tensorflow("2.15.0", cuda="12.2", cudnn="8")],
+                      cudnn=[Cudnn("8.9.7", "library", f"{prefix}/lib/libcudnn.so.8.9.7", [Evidence("conda-meta", "cudnn")]),
+                             Cudnn("8.6.0", "library", f"{LIB}/libcudnn.so.8.6.0",
+                                   [Evidence("cmd:ldconfig -p", f"libcudnn.so.8 (libc6,x86-64) => {LIB}/libcudnn.so.8")])])
+    snap.python.kind, snap.python.prefix = "conda", prefix
+    lib = loaded(snap, snap.python.frameworks[0], "cudnn")
+    assert (lib.where, lib.version) == ("conda", "8.9.7")
+    snap.python.kind = "venv"
+    assert (loaded(snap, snap.python.frameworks[0], "cudnn").where,) == ("system",)
