@@ -205,7 +205,7 @@ def find_file(rel, location, search_path):
 
 def bundled_libs(norm, location, search_path):
     """Paths of the CUDA libraries a distribution's own package folders hold (names only, nothing opened)."""
-    out = []
+    out = []  # type: list[str]  # a type comment: the helper runs on Python 3.6+
     for rel in BUNDLE_DIRS.get(norm, []):
         parts = rel.split("/")
         for base in [location] + [p for p in search_path if p != location]:
