@@ -349,7 +349,8 @@ def parse_html_page(text: str, page_url: str, index_url: str) -> List[DistFile]:
         meta: Optional[Dict[str, str]] = None
         for attr in ("data-core-metadata", "data-dist-info-metadata"):
             if attr in link:  # present without a value means "true"
-                meta = _hash_attr(link[attr] if link[attr] is not None else "true")
+                value = link[attr]
+                meta = _hash_attr(value if value is not None else "true")
                 break
         rp = link.get("data-requires-python")
         f = _make_file(filename, full, index_url, html.unescape(rp) if rp else None, meta,
@@ -480,9 +481,11 @@ class IndexClient:
             box["abandoned"] = True
             _shut(box.get("response"))
             raise _PastDeadline(url)
-        if "error" in box:
-            raise box["error"]  # type: ignore[misc]
-        return box["value"]  # type: ignore[return-value]
+        error, value = box.get("error"), box.get("value")
+        if isinstance(error, BaseException):
+            raise error
+        assert isinstance(value, Response), "the worker sets value or error before it ends"
+        return value
 
     def _get_body(self, url: str, headers: Dict[str, str], limit: int, deadline: float,
                   box: Dict[str, object]) -> Response:

@@ -193,7 +193,7 @@ def _torch(m, client: IndexClient, date: str) -> TableUpdate:
     prev_patch = _newest_patch_row(releases)
     for v in new:
         dist, meta = client.release_metadata("torch", str(v))
-        if meta is None:
+        if meta is None or dist is None:  # release_metadata gives no metadata without a wheel
             up.messages.append(f"torch {v}: the index offers no metadata file for {dist.filename if dist else 'its wheel'} "
                                "(the wheel is not downloaded); skipped")
             continue
@@ -237,8 +237,8 @@ def _torch(m, client: IndexClient, date: str) -> TableUpdate:
             up.added.append(f"torch {v} (patch of the known {sv} release; default build {vname})")
             continue
         if sv in new_series:
-            rel = new_series[sv]
-            rel["patches"] = sorted(set(rel["patches"]) | {str(v)}, key=Version)
+            series = new_series[sv]
+            series["patches"] = sorted(set(series["patches"]) | {str(v)}, key=Version)
             up.added.append(f"torch {v} (patch of the new {sv} release)")
             continue
         prev_rel = releases[-1] if releases else None
@@ -374,12 +374,12 @@ class _Companions:
 
     def for_torch(self, torch: Version, prev_patch) -> Optional[Tuple[str, str]]:
         new = self._load()
-        exact = [(v, s) for v, s in new if s and exact_pin(s) and Version(exact_pin(s)) == torch]
+        exact = [(v, s) for v, s in new if s and (pin := exact_pin(s)) and Version(pin) == torch]
         if exact:
             v, s = max(exact)
             self._notes[torch] = f"{self.project} {v} pins torch {s}"
             return str(v), s
-        fits = [(v, s) for v, s in new if _spec_contains(s, torch)]
+        fits = [(v, s) for v, s in new if s and _spec_contains(s, torch)]
         if fits:
             v, s = max(fits)
             self._notes[torch] = f"{self.project} {v} requires torch {s}"

@@ -31,7 +31,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from . import lazywheel
-from .index import IndexClient, Metadata, exact_pin, lower_bound, python_for, requirements, same_spec, spec_of
+from .index import DistFile, IndexClient, Metadata, exact_pin, lower_bound, python_for, requirements, same_spec, spec_of
 
 DEFAULT_TOTAL_TIMEOUT = 600.0
 NO_METADATA = "no metadata file (wheel not downloaded)"
@@ -108,7 +108,7 @@ class _Verifier:
 
     # ----------------------------------------------------------------- helpers
 
-    def read(self, table: str, project: str, version: str) -> Tuple[Optional[object], Optional[Metadata]]:
+    def read(self, table: str, project: str, version: str) -> Tuple[Optional[DistFile], Optional[Metadata]]:
         if self.collect:
             self.wanted.append(self.client.pick_wheel(project, version))
             return None, None

@@ -122,10 +122,11 @@ def plugin_dist(name: str) -> Optional[Tuple[str, str, str]]:
 def plugin_module_paths(name: str) -> Tuple[str, ...]:
     """Where a plugin distribution keeps its version.py, relative to site-packages."""
     parsed = plugin_dist(name)
-    if parsed is None:
+    m = _PLUGIN_RE.match(name.strip().lower()) if parsed is not None else None
+    if parsed is None or m is None:
         return ()
     kind, _, part = parsed
-    digits = _PLUGIN_RE.match(name.strip().lower()).group(2)  # type: ignore[union-attr]
+    digits = m.group(2)  # the digits as written ("60"; plugin_dist gives ROCm's dotted "6.0")
     if part == "plugin":
         return (f"jax_{kind}{digits}_plugin/version.py",)
     return (f"jax_plugins/xla_{kind}{digits}/version.py",)

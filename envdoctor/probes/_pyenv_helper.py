@@ -116,7 +116,7 @@ def parse_headers(text):
 def egg_requires(path):
     """requires.txt of an egg-info, turned into Requires-Dist style lines."""
     text = read_text(os.path.join(path, "requires.txt"))
-    out = []
+    out = []  # type: list[str]  # a type comment: the helper runs on Python 3.6+
     if not text:
         return out
     section = ""
@@ -205,7 +205,7 @@ def find_file(rel, location, search_path):
 
 def bundled_libs(norm, location, search_path):
     """Paths of the CUDA libraries a distribution's own package folders hold (names only, nothing opened)."""
-    out = []
+    out = []  # type: list[str]  # a type comment: the helper runs on Python 3.6+
     for rel in BUNDLE_DIRS.get(norm, []):
         parts = rel.split("/")
         for base in [location] + [p for p in search_path if p != location]:
@@ -244,7 +244,7 @@ def collect(path_entries):
     import sysconfig
 
     search_path = [p for p in path_entries if p and os.path.isdir(p)]
-    dists = {}
+    dists = {}  # type: dict[str, dict]  # a type comment: the helper runs on Python 3.6+
     order = []
     for base in search_path:
         try:

@@ -315,13 +315,13 @@ def _framework(dist: dict, installed: Dict[str, dict], platform_tag: str) -> Opt
     elif name == "triton":
         fw.build = "rocm" if norm == "pytorch-triton-rocm" else "unknown"
     elif name == "tensorflow":
-        info = tf_build_info.parse_build_info(read("tensorflow/python/platform/build_info.py"))
-        if info is not None:
-            fw.build = info.build
-            fw.cuda_version = info.cuda_version
-            fw.cudnn_version = info.cudnn_version
-            fw.rocm_version = info.rocm_version
-            fw.arch_list = info.compute_capabilities
+        tf_info = tf_build_info.parse_build_info(read("tensorflow/python/platform/build_info.py"))
+        if tf_info is not None:
+            fw.build = tf_info.build
+            fw.cuda_version = tf_info.cuda_version
+            fw.cudnn_version = tf_info.cudnn_version
+            fw.rocm_version = tf_info.rocm_version
+            fw.arch_list = tf_info.compute_capabilities
         elif norm.endswith("-cpu"):
             fw.build = "cpu"
         elif norm.endswith("-gpu"):
@@ -329,15 +329,15 @@ def _framework(dist: dict, installed: Dict[str, dict], platform_tag: str) -> Opt
         if fw.build in ("cpu", "unknown") and "tensorflow-metal" in installed and platform_tag.startswith("macosx"):
             fw.build = "metal"
     elif name in ("jax", "jaxlib"):
-        info = jax_build.parse_jax_version_file(read(f"{name}/version.py"))
-        if info is not None and not fw.version:
-            fw.version = info.version or ""
+        jax_info = jax_build.parse_jax_version_file(read(f"{name}/version.py"))
+        if jax_info is not None and not fw.version:
+            fw.version = jax_info.version or ""
         jaxlib = installed.get("jaxlib")
         jaxlib_version = str(jaxlib.get("version") or "") if jaxlib else None
         build, cuda, cudnn, rocm = jax_build.jax_build(jaxlib_version, installed.keys())
         fw.build, fw.cuda_version, fw.cudnn_version, fw.rocm_version = build, cuda, cudnn, rocm
-    elif jax_build.plugin_dist(norm):
-        kind, version, _ = jax_build.plugin_dist(norm)  # type: ignore[misc]
+    elif (plugin := jax_build.plugin_dist(norm)) is not None:
+        kind, version, _ = plugin
         for rel in jax_build.plugin_module_paths(norm):
             read(rel)
         fw.build = kind
@@ -440,6 +440,7 @@ def _collect_in_process(python: str, chosen_by: str, ctx: ProbeContext) -> Optio
 
 def probe(ctx: ProbeContext, snap: Snapshot) -> None:
     python, explicit, chosen_by = resolve_target(ctx)
+    data: Optional[dict]
     if explicit:
         data = check_target_python(python, ctx.runner)
     else:
