@@ -758,33 +758,6 @@ def exact_pin(spec: Optional[str]) -> Optional[str]:
     return None
 
 
-def lower_bound(spec: Optional[str]) -> Optional[str]:
-    """The lowest version a specifier allows when it has an ``==``, ``>=``, ``~=`` or ``===`` bound."""
-    if not spec:
-        return None
-    pin = exact_pin(spec)
-    if pin:
-        return pin
-    try:
-        ss = SpecifierSet(spec)
-    except InvalidSpecifier:
-        return None
-    lows = []
-    for s in ss:
-        if s.operator in (">=", "~=", "==") and "*" not in s.version:
-            try:
-                lows.append(Version(s.version))
-            except InvalidVersion:
-                continue
-    if not lows:
-        return None
-    best = max(lows)
-    for s in ss:
-        if s.operator in (">=", "~=", "==") and "*" not in s.version and Version(s.version) == best:
-            return s.version
-    return str(best)
-
-
 def same_spec(a: Optional[str], b: Optional[str]) -> bool:
     """Two specifier strings mean the same set of clauses (order-insensitive; "(==1)" == "==1")."""
     if a is None or b is None:
@@ -797,7 +770,7 @@ def same_spec(a: Optional[str], b: Optional[str]) -> bool:
 
 __all__ = [
     "DistFile", "IndexClient", "IndexConfig", "IndexUnavailable", "Metadata", "NO_INDEX_MESSAGE", "NoIndexConfigured",
-    "configured_indexes", "exact_pin", "lower_bound", "parse_html_page", "parse_json_page", "parse_metadata",
+    "configured_indexes", "exact_pin", "parse_html_page", "parse_json_page", "parse_metadata",
     "pick_wheel", "pip_config_files", "pip_default_index", "python_for", "read_pip_config", "requirements",
     "same_spec", "spec_of",
 ]

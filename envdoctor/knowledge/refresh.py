@@ -40,7 +40,9 @@ from packaging.version import Version
 from envdoctor.errors import EnvdoctorError
 
 from . import load as L
-from .index import DistFile, IndexClient, exact_pin, lower_bound, python_for, requirements, spec_of
+from envdoctor.facts.versions import lower_bound
+
+from .index import DistFile, IndexClient, exact_pin, python_for, requirements, spec_of
 from .verify import _first, _jaxlib_requirement, _torch_cuda
 
 REFRESH_TABLES = ("pytorch", "tensorflow", "jax")
@@ -442,12 +444,12 @@ def _tensorflow(m, client: IndexClient, date: str) -> TableUpdate:
         cudnn = next((p for k, p in sorted(pins.items()) if k.startswith("nvidia-cudnn")), None)
         low_rt, low_dnn = lower_bound(runtime), lower_bound(cudnn)
         if low_rt:
-            row["cuda"] = _series(Version(low_rt))
+            row["cuda"] = _series(low_rt)
         elif prev is not None:
             row["cuda"] = prev.cuda
             assumed.append(f"cuda assumed from tensorflow {prev.version}")
         if low_dnn:
-            row["cudnn"] = _series(Version(low_dnn))
+            row["cudnn"] = _series(low_dnn)
         elif prev is not None:
             row["cudnn"] = prev.cudnn
             assumed.append(f"cudnn assumed from tensorflow {prev.version}")
@@ -594,7 +596,7 @@ def _jax_plugin(m, client: IndexClient, v: Version, name: str, package: str, pin
         cudnn = own_cudnn
         runtime = runtime or own.get(f"nvidia-cuda-runtime-cu{major}")
     if cudnn and lower_bound(cudnn):
-        row["cudnn"], row["cudnn_min"] = cudnn, lower_bound(cudnn)
+        row["cudnn"], row["cudnn_min"] = cudnn, str(lower_bound(cudnn))
     elif prev is not None:
         row["cudnn"], row["cudnn_min"] = prev.cudnn, prev.cudnn_min
         assumed.append(f"cuDNN assumed from jax {prev.jax} {name}")

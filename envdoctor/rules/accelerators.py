@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import major_minor, row_source
+from envdoctor.facts.versions import major_minor
+from envdoctor.rules.context import row_source
 
 _WORDS = {"npu": "Ascend NPU (torch_npu: torch.npu)", "xpu": "Intel GPU (torch.xpu)",
           "mps": "Apple GPU (Metal Performance Shaders)", "rocm": "AMD GPU (ROCm/HIP)"}

@@ -24,13 +24,6 @@ def row_source(matrices: Any, row: Any, default: str = "matrices") -> str:
         return str(getattr(row, "source", "") or default)
 
 
-def major_minor(text: Optional[str]) -> Optional[str]:
-    v = parse_version(text)
-    if v is None:
-        return None
-    return f"{v.release[0]}.{v.release[1] if len(v.release) > 1 else 0}"
-
-
 @dataclass
 class Context:
     snap: Snapshot

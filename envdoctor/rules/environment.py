@@ -20,7 +20,7 @@ from packaging.version import Version
 from envdoctor.rules.requires import canonical_name as canonicalize_name
 from envdoctor.rules.requires import requirement
 from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import major_minor, parse_version
+from envdoctor.facts.versions import major_minor, parse_version
 
 # nvidia-* wheel (without its -cuNN suffix) -> (family, library name prefixes it ships)
 _WHEEL_FAMILIES = {
