@@ -2,8 +2,8 @@
 
 Owns: `parse_version` (a version-like string -> packaging Version, or None), `major_minor` /
 `major_minor_version` (the X.Y series of a version: "12.4.1" -> "12.4", "12" -> "12.0"), `normalize_cc` /
-`cc_tuple` (a compute capability from "8.6", "86", "sm_86", "compute_90a", (8, 6)), and `lower_bound` (the
-floor a specifier sets). Everything else (matrices, rules, lock, gate, parsers) imports these.
+`cc_tuple` (a compute capability from "8.6", "86", "sm_86", "compute_90a", (8, 6)), `public` / `local_label` (a
+version without / only its local label), and `lower_bound` (the floor a specifier sets). Everything else (matrices, rules, lock, gate, parsers) imports these.
 Pure: no I/O, no envdoctor imports.
 """
 from __future__ import annotations
@@ -14,7 +14,10 @@ from typing import Optional, Tuple, Union
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-__all__ = ["cc_tuple", "lower_bound", "major_minor", "major_minor_version", "normalize_cc", "parse_version"]
+__all__ = [
+    "cc_tuple", "local_label", "lower_bound", "major_minor", "major_minor_version", "normalize_cc", "parse_version",
+    "public",
+]
 
 
 def parse_version(value: object) -> Optional[Version]:
@@ -30,6 +33,18 @@ def parse_version(value: object) -> Optional[Version]:
         return Version(text)
     except InvalidVersion:
         return None
+
+
+def public(value: object) -> Optional[Version]:
+    """The version without its local label ('2.1.2+cu121' -> 2.1.2); None if unparsable."""
+    v = parse_version(value)
+    return Version(v.public) if v is not None else None
+
+
+def local_label(value: object) -> Optional[str]:
+    """The local label of a version ('2.1.2+cu121' -> 'cu121'); None when it has none or is unparsable."""
+    v = parse_version(value)
+    return v.local if v is not None and v.local else None
 
 
 def major_minor_version(value: object) -> Optional[Version]:

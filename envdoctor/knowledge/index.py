@@ -39,6 +39,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.errors import EnvdoctorError
+from envdoctor.facts.platform import marker_env_for
 
 # Retry policy for http(s): attempts = 1 + RETRIES, sleeping BACKOFF * 2**i between them.
 RETRIES = 2
@@ -662,26 +663,6 @@ def _short(exc: BaseException) -> str:
 # --------------------------------------------------------------------------- requirements
 
 
-LINUX_X86_64 = {
-    "platform_system": "Linux",
-    "sys_platform": "linux",
-    "platform_machine": "x86_64",
-    "os_name": "posix",
-    "implementation_name": "cpython",
-    "platform_python_implementation": "CPython",
-    "platform_release": "",
-    "platform_version": "",
-    "implementation_version": "3.12.0",
-}
-
-
-def marker_env(python: str = "3.12") -> Dict[str, str]:
-    env = dict(LINUX_X86_64)
-    env["python_version"] = python
-    env["python_full_version"] = python + ".0"
-    return env
-
-
 def python_for(dist: Optional[DistFile], default: str = "3.12") -> str:
     """The Python version a wheel's markers are evaluated for (its lowest CPython tag)."""
     if dist is not None:
@@ -698,7 +679,7 @@ def requirements(meta: Metadata, extra: Optional[str] = None, python: str = "3.1
     With ``extra`` given and ``base`` False, only requirements that need the extra are returned.
     Later lines for the same project are merged into one specifier set.
     """
-    env = marker_env(python)
+    env = marker_env_for("Linux", "x86_64", python)
     out: Dict[str, Requirement] = {}
     extras = []
     if extra:

@@ -65,6 +65,14 @@ def amd_name_tokens(name: str) -> Tuple[str, ...]:
 class Matrices:
     """All matrix tables, loaded by :func:`envdoctor.knowledge.load_matrices`."""
 
+    @classmethod
+    def empty(cls, why: str = "") -> "Matrices":
+        """Matrices with no rows: what the rules read when no data could be loaded (every lookup finds nothing,
+        so judgements rest on what the snapshot itself says)."""
+        return cls(collected="", warnings=[why] if why else [], sources={}, table_collected={}, cuda_releases=[],
+                   mvc={}, archs={}, gpus=[], pytorch_releases=[], conda=[], tensorflow_releases=[], jax_releases=[],
+                   cudnn_releases=[], incompatibilities=[])
+
     def __init__(
         self,
         *,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from envdoctor.rules.base import EvidenceItem, rule
 from envdoctor.facts.versions import major_minor
-from envdoctor.rules.context import row_source
+from envdoctor.facts.labels import row_source
 
 _WORDS = {"npu": "Ascend NPU (torch_npu: torch.npu)", "xpu": "Intel GPU (torch.xpu)",
           "mps": "Apple GPU (Metal Performance Shaders)", "rocm": "AMD GPU (ROCm/HIP)"}

@@ -21,26 +21,18 @@ from typing import Dict, List, Optional, Tuple
 from packaging.version import Version
 
 from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import parse_version
-from envdoctor.rules.cuda_driver import (
-    CudaBuild,
-    build_arch,
-    cuda_builds,
-    driver_facts,
-    driver_runs,
-    gpu_label,
+from envdoctor.facts.versions import parse_version
+from envdoctor.facts.builds import CudaBuild, build_arch, cuda_builds
+from envdoctor.facts.driver import driver_facts, driver_runs
+from envdoctor.facts.gpus import gpu_label, kernel_for, newest_arch, variant_serves_cc, visible_gpus
+from envdoctor.facts.labels import row_source
+from envdoctor.facts.versions import major_minor as xy
+from envdoctor.rules.cuda_driver import (  # moved by the frameworks branch (frameworks/*.candidates)
     jax_choice,
     jax_command,
-    kernel_for,
-    matrices,
-    newest_arch,
-    row_source,
     tf_choice,
     tf_command,
     torch_choice,
-    variant_serves_cc,
-    visible_gpus,
-    xy,
 )
 
 XLA_FAMILIES = ("tensorflow", "jax")
@@ -99,7 +91,7 @@ def analyse(ctx, build: CudaBuild, cc: str) -> Tuple[str, Optional[str], Optiona
             return ("unknown", None, info)  # the last arch's PTX may be embedded: cannot tell
         return ("none", None, info)
     if kind == "ptx-major":
-        m = matrices(ctx)
+        m = ctx.matrices
         if build.family in XLA_FAMILIES and m is not None and build.has_minor:
             if m.cuda_supports_cc(build.cuda, cc) is False:
                 return ("ptx-major-xla-dead", name, info)
@@ -108,7 +100,7 @@ def analyse(ctx, build: CudaBuild, cc: str) -> Tuple[str, Optional[str], Optiona
 
 
 def _torch_fix(ctx, build: CudaBuild, all_ccs: List[str], cc: str) -> Tuple[List[str], List[EvidenceItem], str]:
-    m = matrices(ctx)
+    m = ctx.matrices
     df = driver_facts(ctx)
 
     def arch_ok(var) -> bool:
@@ -146,7 +138,7 @@ def _torch_fix(ctx, build: CudaBuild, all_ccs: List[str], cc: str) -> Tuple[List
 
 
 def _tf_fix(ctx, all_ccs: List[str], cc: str) -> Tuple[List[str], List[EvidenceItem]]:
-    m = matrices(ctx)
+    m = ctx.matrices
 
     def fits(rel) -> bool:
         if not rel.compute_capabilities:
@@ -202,7 +194,7 @@ def gpu_arch_not_in_build(ctx, r):
     vis = visible_gpus(ctx)
     if not vis.gpus or not ctx.has_nvidia_gpu:
         return []
-    m = matrices(ctx)
+    m = ctx.matrices
     groups = _cc_groups(ctx, vis.gpus)
     all_ccs = sorted(groups, key=lambda c: tuple(int(x) for x in c.split(".")))
     out = []
@@ -277,7 +269,7 @@ def cuda_cannot_target(m, cuda: str, cc: str) -> bool:
 def _cuda_cannot_target_finding(ctx, r, b: CudaBuild, cc: str, gpus, vis, all_ccs):
     """A build whose arch list nobody knows (a release older than the data, a source build), judged by what it
     states itself: its CUDA cannot produce kernels for this GPU at all."""
-    m = matrices(ctx)
+    m = ctx.matrices
     arch = _arch_name(m, cc)
     info = m.arch(cc)
     span = ""
@@ -319,7 +311,7 @@ def _cuda_cannot_target_finding(ctx, r, b: CudaBuild, cc: str, gpus, vis, all_cc
 
 def _jax_findings(ctx, r, b: CudaBuild, groups, vis) -> list:
     """JAX CUDA plugins state a minimum compute capability (JAX compiles the rest itself with XLA)."""
-    m = matrices(ctx)
+    m = ctx.matrices
     if m is None:
         return []
     jv = ctx.framework("jax")
@@ -390,7 +382,7 @@ vLLM) then crash. The minimum comes from envdoctor's data (incompatibility "trit
     ],
 )
 def triton_gpu_too_old(ctx, r):
-    m = matrices(ctx)
+    m = ctx.matrices
     if m is None or not ctx.has_nvidia_gpu:
         return []
     fact = m.incompatibility("triton-min-cc")

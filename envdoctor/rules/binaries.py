@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from envdoctor.binaries.compat import judge, load_facts
-from envdoctor.knowledge.tables import cc_tuple
+from envdoctor.facts.gpus import gpu_label, visible_gpus
+from envdoctor.facts.versions import cc_tuple
 from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.cuda_driver import gpu_label, visible_gpus
 from envdoctor.snapshot import CudaBinary
 
 SHOWN_FILES = 3

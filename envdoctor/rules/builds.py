@@ -15,23 +15,34 @@ from typing import List, Optional, Tuple
 
 from packaging.version import Version
 
-from envdoctor.rules.requires import marker_extras
+from envdoctor.facts.builds import companion_pins
+from envdoctor.facts.labels import fw_label, row_src
+from envdoctor.facts.labels import fw_source as fw_src
+from envdoctor.facts.pins import jax_plugin, marker_extras, packages, spec
+from envdoctor.facts.platform import driver_os, platform_key
+from envdoctor.facts.versions import parse_version, public
 from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import parse_version
+from envdoctor.rules.context import Context
 from envdoctor.rules.intent import cpu_build_severity
-from envdoctor.rules.cudnn_pins import (
-    driver_os,
-    frameworks_named,
-    fw_label,
-    fw_src,
-    gpu_intent,
-    jax_plugin,
-    packages,
-    platform_key,
-    public,
-    row_src,
-)
 from envdoctor.snapshot import Framework
+
+
+def gpu_intent(ctx: Context) -> bool:
+    """Something says the user means to use an NVIDIA GPU: one is usable, or CUDA software/settings are there."""
+    if ctx.has_nvidia_gpu:
+        return True
+    pk = packages(ctx.snap)
+    if any(n.startswith("nvidia-") and n not in ("nvidia-ml-py", "nvidia-ml-py3") for n in pk):
+        return True
+    if any(n.startswith("jax-cuda") or n == "tensorflow-gpu" or n.startswith("cupy-cuda") for n in pk):
+        return True
+    env = ctx.snap.loader.gpu_env or {}
+    return any(k in env for k in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH"))
+
+
+def frameworks_named(ctx: Context, *names: str) -> List[Framework]:
+    return [fw for fw in ctx.frameworks if fw.name in names]
+
 
 # ----------------------------------------------------------------------------------------------
 # helpers: the GPU build that fits this machine
@@ -83,15 +94,6 @@ def torch_cuda_variant(ctx, version: str):
     return max(good, key=lambda v: parse_version(v.cuda))
 
 
-def companion_pins(ctx, torch_version: str) -> List[Tuple[str, str]]:
-    """(name, version) of the installed torchvision / torchaudio that match this torch (the release's patch row)."""
-    m = ctx.matrices
-    rel = m.torch_release(torch_version) if m is not None else None
-    row = rel.patch(torch_version) if rel is not None else None
-    if row is None:
-        return []
-    return [(name, getattr(row, name)) for name in ("torchvision", "torchaudio")
-            if ctx.framework(name) is not None and getattr(row, name, None)]
 
 
 def _companions(ctx, torch_version: str, label: str) -> List[str]:
@@ -494,7 +496,6 @@ def _last_windows_tf(ctx):
 
 
 def _python_in(ctx, text: Optional[str]) -> Optional[bool]:
-    from envdoctor.rules.cudnn_pins import spec
 
     py = parse_version(ctx.python_version)
     sp = spec(text)

@@ -17,10 +17,9 @@ from typing import Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
-from envdoctor.rules.requires import canonical_name as canonicalize_name
-from envdoctor.rules.requires import requirement
-from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.facts.pins import canonical_name, requirement
 from envdoctor.facts.versions import major_minor, parse_version
+from envdoctor.rules.base import EvidenceItem, rule
 
 # nvidia-* wheel (without its -cuNN suffix) -> (family, library name prefixes it ships)
 _WHEEL_FAMILIES = {
@@ -43,7 +42,7 @@ _WHEEL_SUBDIR = {"cuDNN": "cudnn", "cuBLAS": "cublas", "CUDA runtime": "cuda_run
 
 
 def _wheel_family(dist: str) -> Optional[Tuple[str, Tuple[str, ...]]]:
-    m = _WHEEL_RE.match(canonicalize_name(dist))
+    m = _WHEEL_RE.match(canonical_name(dist))
     if not m:
         return None
     return _WHEEL_FAMILIES.get(m.group(1))
@@ -63,7 +62,7 @@ def _required_dists(fw) -> List[str]:
     for line in fw.requires:
         req = requirement(line)
         if req is not None:
-            out.append(canonicalize_name(req.name))
+            out.append(canonical_name(req.name))
     return out
 
 
@@ -72,7 +71,7 @@ def _pinned(fw, dist: str) -> Optional[str]:
         req = requirement(line)
         if req is None:
             continue
-        if canonicalize_name(req.name) == dist:
+        if canonical_name(req.name) == dist:
             for spec in req.specifier:
                 if spec.operator in ("==", "==="):
                     return spec.version
@@ -134,7 +133,7 @@ def _without(items: List[str], drop: List[str]) -> List[str]:
 def _references(ctx) -> Dict[str, dict]:
     """For each CUDA library family a framework takes from a wheel: the version it uses and who uses it."""
     snap = ctx.snap
-    pk = {canonicalize_name(k): v for k, v in snap.python.packages.items()}
+    pk = {canonical_name(k): v for k, v in snap.python.packages.items()}
     refs: Dict[str, dict] = {}
     for fw in _cuda_fws(ctx):
         for dist in _required_dists(fw):
@@ -327,7 +326,7 @@ def _matching(snap, want: str, exclude) -> list:
 
 def _uses_system_cuda(ctx, fw) -> bool:
     """No CUDA runtime/cuDNN wheel among what the framework requires and has installed: it loads the system's."""
-    pk = {canonicalize_name(k) for k in ctx.snap.python.packages}
+    pk = {canonical_name(k) for k in ctx.snap.python.packages}
     for dist in _required_dists(fw):
         fam = _wheel_family(dist)
         if fam and fam[0] in ("CUDA runtime", "cuDNN", "cuBLAS") and dist in pk:

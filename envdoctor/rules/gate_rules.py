@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from packaging.version import Version
 
 from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import row_source
+from envdoctor.facts.labels import row_source
 
 PIP_REQ_FILE_DOC = "https://pip.pypa.io/en/stable/reference/requirements-file-format/"
 TORCH_PREVIOUS = "https://pytorch.org/get-started/previous-versions/"
@@ -474,7 +474,7 @@ first (ED320). The fix is a pair of releases whose pins agree, or one environmen
     ],
 )
 def planned_pins_unresolvable(ctx, r):
-    from envdoctor.rules.cudnn_pins import is_cudnn_wheel
+    from envdoctor.facts.pins import is_cudnn_wheel
 
     plan = _plan(ctx)
     if plan is None:

@@ -11,9 +11,11 @@ from typing import List, Optional, Tuple
 
 from envdoctor.facts.gpu_support import cudnn_cap_for_gpu, cudnn_supports_gpu, driver_supports_gpu
 from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import parse_version, row_source
-from envdoctor.rules.cuda_driver import driver_source, gpu_label, visible_gpus
-from envdoctor.rules.cudnn_pins import cudnn_wheel_major
+from envdoctor.facts.labels import row_source
+from envdoctor.facts.versions import parse_version
+from envdoctor.facts.gpus import gpu_label, visible_gpus
+from envdoctor.facts.labels import driver_source
+from envdoctor.facts.pins import cudnn_wheel_major
 
 _REFS = [
     "https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html",

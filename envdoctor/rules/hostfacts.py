@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from envdoctor.rules._runtime_data import numpy2_rows
 from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import parse_version
+from envdoctor.facts.versions import parse_version
 
 
 @rule(

@@ -17,7 +17,7 @@ PLANNED = "(planned)"  # Framework.location of what gate's plan lays over the ta
 def _platform_ok(ctx, row) -> bool:
     if not row.platforms:
         return True
-    from envdoctor.rules.cudnn_pins import platform_key
+    from envdoctor.facts.platform import platform_key
 
     key = platform_key(ctx)
     return key in row.platforms or ("wsl2" in row.platforms and ctx.snap.platform.wsl == 2)
@@ -27,7 +27,7 @@ def _extra_ok(ctx, fw, extra: str) -> Optional[bool]:
     if not extra:
         return True
     from envdoctor.facts.libraries import extras_in_effect
-    from envdoctor.rules.cudnn_pins import norm
+    from envdoctor.facts.pins import norm
 
     return extras_in_effect(fw, ctx.snap, ctx.frameworks).get(norm(extra), False)
 

@@ -17,8 +17,8 @@ from typing import List, Optional, Tuple
 from packaging.version import Version
 
 from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import parse_version
-from envdoctor.rules.machine import DRIVER_CAUSE, _is_mismatch, _libcuda_resolution, _under_wsl_lib, _wsl2
+from envdoctor.facts.versions import parse_version
+from envdoctor.facts.loader import DRIVER_CAUSE, is_mismatch, libcuda_resolution, under_wsl_lib, wsl2
 
 DATA = "matrices/forward_compat.toml"
 _REFS_FC = [
@@ -75,7 +75,7 @@ def _pair(ctx):
     if ctx.os != "linux" or snap.platform.wsl is not None or not snap.gpus:
         return None
     kernel = _v(snap.driver.kernel_module_version)
-    order = [lib for lib in _libcuda_resolution(snap) if not _under_wsl_lib(lib.path)]
+    order = [lib for lib in libcuda_resolution(snap) if not under_wsl_lib(lib.path)]
     if kernel is None or not order:
         return None
     first = order[0]
@@ -191,7 +191,7 @@ the real file's name) and /proc/driver/nvidia/version. Not judged when NVML itse
 )
 def libcuda_differs(ctx, r):
     got = _pair(ctx)
-    if got is None or _is_mismatch(ctx.snap):
+    if got is None or is_mismatch(ctx.snap):
         return []
     first, uv, kernel = got
     if uv == kernel or _is_forward_compat(uv, kernel):
@@ -242,7 +242,7 @@ cache) when a CUDA build with cuDNN 8, or an nvidia-cudnn 8 wheel, is installed.
 )
 def wsl_unversioned_libcuda(ctx, r):
     snap = ctx.snap
-    if not _wsl2(snap) or not snap.driver.wsl_libcuda or not snap.gpus:
+    if not wsl2(snap) or not snap.driver.wsl_libcuda or not snap.gpus:
         return []
     if any(p.name == "loader" and p.status != "ok" for p in snap.probes):
         return []

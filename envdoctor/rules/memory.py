@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from envdoctor.rules._runtime_data import alloc_keys
 from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import parse_version
+from envdoctor.facts.versions import parse_version
 
 HELD_FRACTION = 0.5  # a process holding more than half of a GPU's memory
 

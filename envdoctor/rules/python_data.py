@@ -24,8 +24,10 @@ from typing import Optional
 from packaging.version import Version
 
 from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import parse_version
-from envdoctor.rules.cuda_driver import fw_label, fw_source, matrices, python_version, row_source, spec_contains
+from envdoctor.facts.versions import parse_version
+from envdoctor.facts.labels import fw_label, fw_source, row_source
+from envdoctor.facts.pins import spec_contains
+from envdoctor.facts.platform import python_version
 
 DATA_MAX_AGE_DAYS = 180
 
@@ -42,7 +44,7 @@ def _py_evidence(ctx) -> EvidenceItem:
 
 def _data_python_spec(ctx, fw):
     """(spec text, row) of the CPython versions the release published wheels / declared support for."""
-    m = matrices(ctx)
+    m = ctx.matrices
     if m is None:
         return None, None
     if fw.name == "torch":
@@ -67,7 +69,7 @@ def _data_python_spec(ctx, fw):
 
 def _supported_release(ctx, fw, py: Version) -> Optional[str]:
     """The closest release supporting `py`: the first newer one, else the newest older one."""
-    m = matrices(ctx)
+    m = ctx.matrices
     if m is None:
         return None
     cur = Version(Version(fw.version).base_version)
@@ -93,7 +95,7 @@ def _supported_release(ctx, fw, py: Version) -> Optional[str]:
 
 def _reinstall_cmd(ctx, fw, alt: str) -> str:
     """pip command for release `alt` of the same distribution, keeping a torch build's variant when published."""
-    m = matrices(ctx)
+    m = ctx.matrices
     name = fw.distribution or fw.name
     if m is not None and hasattr(m, "install_name"):
         name = m.install_name(name, alt)  # tensorflow-gpu 2.12+ is an empty stub: name tensorflow instead
@@ -171,7 +173,7 @@ def python_outside_release_range(ctx, r):
         spec, row = _data_python_spec(ctx, fw)
         if not spec or spec_contains(spec, py) is not False:
             continue
-        m = matrices(ctx)
+        m = ctx.matrices
         ev.append(EvidenceItem(f"{fw.name} {row.version} wheels for Python", spec, row_source(m, row)))
         alt = _supported_release(ctx, fw, py)
         msg = (f"{fw_label(fw)} published wheels only for Python {spec}, but this environment runs Python "
@@ -220,7 +222,7 @@ the data fixes it.
     references=["https://pytorch.org/get-started/previous-versions/", "https://github.com/pytorch/pytorch/releases"],
 )
 def framework_newer_than_data(ctx, r):
-    m = matrices(ctx)
+    m = ctx.matrices
     if m is None:
         return []
     out = []
@@ -284,7 +286,7 @@ be missing. `envdoctor matrices refresh` fetches the current data.
     references=["https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html"],
 )
 def data_old(ctx, r):
-    m = matrices(ctx)
+    m = ctx.matrices
     if m is None:
         return []
     collected = _parse_date(m.collected)
@@ -314,7 +316,7 @@ def _gpu_build_facts(ctx):
     """BuildFacts of each torch / tensorflow / jaxlib build that would use a GPU (a CUDA or ROCm build, or a
     jaxlib with a CUDA plugin beside it)."""
     from envdoctor.facts.builds import build_facts
-    from envdoctor.rules.cudnn_pins import is_cudnn_wheel, jax_plugin, parse_pins
+    from envdoctor.facts.pins import is_cudnn_wheel, jax_plugin, parse_pins
 
     out = []
     plugins = [f for f in ctx.frameworks if jax_plugin(f) is not None]
@@ -325,7 +327,7 @@ def _gpu_build_facts(ctx):
         if not gpu:
             continue
         pins = [p for p in parse_pins(fw, ctx.snap) if is_cudnn_wheel(p.name) and p.extra is None]
-        bf = build_facts(matrices(ctx), fw, cudnn_pin=pins[0].text if pins else None)
+        bf = build_facts(ctx.matrices, fw, cudnn_pin=pins[0].text if pins else None)
         if bf is not None:
             if fw.name == "jaxlib" and not bf.cuda and plugins:
                 bf.cuda = plugins[0].cuda_version
@@ -361,7 +363,7 @@ binaries dropped sm_35 and failed on a Tesla K40m; jax 0.4.9 on a Tesla K80).
     ],
 )
 def release_not_in_data(ctx, r):
-    m = matrices(ctx)
+    m = ctx.matrices
     if m is None:
         return []
     out = []

@@ -9,8 +9,9 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from envdoctor.rules._runtime_data import runtimes_rows
 from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import parse_version
-from envdoctor.rules.cuda_driver import cuda_builds, driver_facts, driver_runs
+from envdoctor.facts.versions import parse_version
+from envdoctor.facts.builds import cuda_builds
+from envdoctor.facts.driver import driver_facts, driver_runs
 
 DATA = "matrices/runtimes.toml"
 ORT_GPU_FIX = "$ pip uninstall -y onnxruntime onnxruntime-gpu && pip install onnxruntime-gpu"

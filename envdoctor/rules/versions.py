@@ -20,19 +20,11 @@ from typing import List, Optional, Tuple
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from envdoctor.rules.requires import marker_extras
+from envdoctor.facts.labels import fw_label, row_src
+from envdoctor.facts.labels import fw_source as fw_src
+from envdoctor.facts.pins import jax_plugin, marker_extras, parse_pins, spec
+from envdoctor.facts.versions import lower_bound, parse_version, public
 from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import parse_version
-from envdoctor.rules.cudnn_pins import (
-    fw_label,
-    fw_src,
-    jax_plugin,
-    lower_bound,
-    parse_pins,
-    public,
-    row_src,
-    spec,
-)
 from envdoctor.snapshot import Framework
 
 JAX_CAUSE = "jax-version-step"
