@@ -26,6 +26,7 @@ from envdoctor.facts.versions import parse_version
 from envdoctor.snapshot import Framework
 
 if TYPE_CHECKING:  # facts never import envdoctor.rules at module level: that package imports every rule module
+    from envdoctor.knowledge.matrices import Matrices
     from envdoctor.rules.base import EvidenceItem
     from envdoctor.rules.context import Context
 
@@ -33,10 +34,8 @@ if TYPE_CHECKING:  # facts never import envdoctor.rules at module level: that pa
 FAMILY_OF = {"torch": "torch", "tensorflow": "tensorflow", "jaxlib": "jax"}
 
 
-def oldest_known(m: Any, family: str) -> Optional[str]:
+def oldest_known(m: "Matrices", family: str) -> Optional[str]:
     """The oldest release of `family` (torch | tensorflow | jax) the data has a row for."""
-    if m is None:
-        return None
     if family == "torch":
         vs = [parse_version(p) for r in m.pytorch_releases for p in (r.patches or [r.version])]
     elif family == "tensorflow":
@@ -58,10 +57,8 @@ def companion_pins(ctx: "Context", torch_version: str) -> List[Tuple[str, str]]:
             if ctx.framework(name) is not None and getattr(row, name, None)]
 
 
-def release_row(m: Any, family: str, version: str):
+def release_row(m: "Matrices", family: str, version: str) -> Any:
     """The data's row for this release (torch: its X.Y row; jax: the exact or same-X.Y row), else None."""
-    if m is None:
-        return None
     if family == "torch":
         return m.torch_release(version)
     if family == "tensorflow":
@@ -77,23 +74,23 @@ class BuildFacts:
     rocm: Optional[str] = None
     cudnn: Optional[str] = None  # the cuDNN the build names (build_info, local label, its own pin)
     arch_list: List[str] = field(default_factory=list)
-    in_data: Optional[bool] = None  # None: no data loaded
+    in_data: Optional[bool] = None  # None: the data has no release of this family (none loaded)
     position: str = ""  # "older" | "newer" | "absent" (a release inside the data's range it has no row for)
     oldest: Optional[str] = None
     newest: Optional[str] = None
 
 
-def build_facts(m: Any, fw: Framework, cudnn_pin: Optional[str] = None) -> Optional[BuildFacts]:
+def build_facts(m: "Matrices", fw: Framework, cudnn_pin: Optional[str] = None) -> Optional[BuildFacts]:
     """The facts of a torch / tensorflow / jaxlib build; None for other distributions."""
     family = FAMILY_OF.get(fw.name)
     if family is None:
         return None
     bf = BuildFacts(fw, family, cuda=fw.cuda_version or None, rocm=fw.rocm_version or None,
                     cudnn=fw.cudnn_version or cudnn_pin, arch_list=list(fw.arch_list or []))
-    if m is None:
-        return bf
     v = parse_version(fw.version)
     bf.oldest, bf.newest = oldest_known(m, family), m.newest_known(family)
+    if bf.oldest is None and bf.newest is None:
+        return bf  # no release of the family in the data: nothing to place the build against
     row = release_row(m, family, fw.version) if v is not None else None
     bf.in_data = row is not None
     if row is None and v is not None:

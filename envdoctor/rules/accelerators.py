@@ -83,8 +83,6 @@ A release outside the range read is not judged.
 )
 def rocm_build_gpu_target(ctx, r):
     m = ctx.matrices
-    if m is None:
-        return []
     out = []
     for a in ctx.snap.accelerators:
         rocm = major_minor(a.version) if a.kind == "rocm" else None

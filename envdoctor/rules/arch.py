@@ -59,7 +59,7 @@ def _gpu_evidence(ctx, gpus) -> List[EvidenceItem]:
 
 
 def _arch_name(m, cc: str) -> str:
-    info = m.arch(cc) if m is not None else None
+    info = m.arch(cc)
     return f"{info.name} " if info is not None and info.name else ""
 
 
@@ -92,7 +92,7 @@ def analyse(ctx, build: CudaBuild, cc: str) -> Tuple[str, Optional[str], Optiona
         return ("none", None, info)
     if kind == "ptx-major":
         m = ctx.matrices
-        if build.family in XLA_FAMILIES and m is not None and build.has_minor:
+        if build.family in XLA_FAMILIES and build.has_minor:
             if m.cuda_supports_cc(build.cuda, cc) is False:
                 return ("ptx-major-xla-dead", name, info)
         return ("ptx-major", name, info)
@@ -115,7 +115,7 @@ def _torch_fix(ctx, build: CudaBuild, all_ccs: List[str], cc: str) -> Tuple[List
         ch = torch_choice(ctx, build.fw, arch_ok)
         needs_driver = ch is not None and df is not None
     if ch is None:
-        newest = m.newest_known("torch") if m is not None else None
+        newest = m.newest_known("torch")
         return ([f"No torch release in envdoctor's data (through {newest}) publishes kernels for "
                  f"compute capability {cc}; build torch from source with TORCH_CUDA_ARCH_LIST=\"{cc}\"."],
                 [], f" No published torch wheel in the data has {_sm(cc)} kernels.")
@@ -128,7 +128,7 @@ def _torch_fix(ctx, build: CudaBuild, all_ccs: List[str], cc: str) -> Tuple[List
                 f"the newest that does is torch {ch.patch} {ch.variant.name}.")
     fixes.append(f"Install {ch.label()}, whose kernels cover {', '.join(_sm(c) for c in all_ccs)}:")
     fixes.append(ch.command(ctx))
-    if needs_driver and m is not None:
+    if needs_driver:
         floor = m.mvc_floor(ch.variant.cuda_major or 0, df.os) if ch.variant.cuda_major else None
         if floor:
             fixes.append(f"(CUDA {ch.variant.cuda} builds need NVIDIA driver >= {floor}.)")
@@ -151,7 +151,7 @@ def _tf_fix(ctx, all_ccs: List[str], cc: str) -> Tuple[List[str], List[EvidenceI
 
     rel = tf_choice(ctx, fits)
     if rel is None:
-        newest = m.newest_known("tensorflow") if m is not None else None
+        newest = m.newest_known("tensorflow")
         return ([f"No TensorFlow release in envdoctor's data (through {newest}) is known to ship kernels for "
                  f"compute capability {cc}; run TensorFlow on the CPU or another GPU, or build it from source "
                  f"with TF_CUDA_COMPUTE_CAPABILITIES={cc}."], [])
@@ -231,7 +231,7 @@ def gpu_arch_not_in_build(ctx, r):
                        f"kernel is JIT-compiled from {ptx} PTX on first use, which can take many minutes "
                        f"and may miss newer-architecture kernels in the bundled libraries.")
                 severity = "warning"
-            if info.presumed and severity == "error" and m is not None and \
+            if info.presumed and severity == "error" and \
                     m.cuda_supports_cc(b.cuda, cc) is not False:
                 # a presumed list is trusted for an error only where the build's CUDA cannot even target the GPU
                 severity = "warning"
@@ -259,7 +259,7 @@ def _arch_fix(ctx, b: CudaBuild, all_ccs: List[str], cc: str) -> Tuple[List[str]
 def cuda_cannot_target(m, cuda: str, cc: str) -> bool:
     """True when no toolkit of the build's CUDA (an X.Y, or every X.y of a major-only "12") can build kernels
     for compute capability `cc` (NVIDIA's CUDA-to-GPU table: CUDA 12 dropped Kepler, CUDA 10 predates Ampere)."""
-    if m is None or not cuda:
+    if not cuda:
         return False
     if "." in cuda:
         return m.cuda_supports_cc(cuda, cc) is False
@@ -312,8 +312,6 @@ def _cuda_cannot_target_finding(ctx, r, b: CudaBuild, cc: str, gpus, vis, all_cc
 def _jax_findings(ctx, r, b: CudaBuild, groups, vis) -> list:
     """JAX CUDA plugins state a minimum compute capability (JAX compiles the rest itself with XLA)."""
     m = ctx.matrices
-    if m is None:
-        return []
     jv = ctx.framework("jax")
     rel = m.jax_release(jv.version) if jv is not None else None
     if rel is None:
@@ -383,7 +381,7 @@ vLLM) then crash. The minimum comes from envdoctor's data (incompatibility "trit
 )
 def triton_gpu_too_old(ctx, r):
     m = ctx.matrices
-    if m is None or not ctx.has_nvidia_gpu:
+    if not ctx.has_nvidia_gpu:
         return []
     fact = m.incompatibility("triton-min-cc")
     if fact is None or parse_version(fact.value) is None:

@@ -71,8 +71,6 @@ def _gpu_names(ctx) -> str:
 def torch_cuda_variant(ctx, version: str):
     """The newest CUDA variant of this torch release that the driver runs and whose archs cover every GPU."""
     m = ctx.matrices
-    if m is None:
-        return None
     rel = m.torch_release(version)
     if rel is None:
         return None
@@ -116,7 +114,7 @@ def torch_install_cmd(ctx, torch_version: str, variant) -> str:
 def jax_cuda_plugin_for(ctx, jax_version: Optional[str]) -> Tuple[Optional[int], object]:
     """(cuda major, plugin row) of the newest jax CUDA plugin this driver and these GPUs can use."""
     m = ctx.matrices
-    rel = m.jax_release(jax_version) if (m is not None and jax_version) else None
+    rel = m.jax_release(jax_version) if jax_version else None
     ccs = [ctx.gpu_cc(g) for g in ctx.gpus]
     dv = parse_version(ctx.driver_version)
     if rel is not None and rel.plugins:
@@ -133,7 +131,7 @@ def jax_cuda_plugin_for(ctx, jax_version: Optional[str]) -> Tuple[Optional[int],
         if best is not None:
             return best.cuda_major, best
         return None, None
-    if m is None or not ctx.driver_version:
+    if not ctx.driver_version:
         return None, None
     for major in (13, 12):
         if m.driver_runs_cuda(ctx.driver_version, f"{major}.0", driver_os(ctx)):
@@ -152,7 +150,7 @@ def jax_install_cmd(ctx, jax_version: Optional[str]) -> Optional[str]:
 
 def _tf_gpu_fix(ctx, fw: Framework) -> Tuple[List[str], List[EvidenceItem]]:
     m = ctx.matrices
-    rel = m.tf_release(fw.version) if m is not None else None
+    rel = m.tf_release(fw.version)
     version = public(fw.version)
     fix: List[str] = []
     ev: List[EvidenceItem] = []
@@ -168,7 +166,7 @@ def _tf_gpu_fix(ctx, fw: Framework) -> Tuple[List[str], List[EvidenceItem]]:
                    f"https://www.tensorflow.org/install/source#gpu) and put their libraries on the loader path.")
     else:
         fix.append(f'$ pip install "tensorflow=={version}"')
-    if rel is not None and ctx.driver_version and m is not None and parse_version(rel.cuda) is not None \
+    if rel is not None and ctx.driver_version and parse_version(rel.cuda) is not None \
             and not m.driver_runs_cuda(ctx.driver_version, rel.cuda, driver_os(ctx)):
         floor = m.mvc_floor(parse_version(rel.cuda).major, driver_os(ctx)) or m.min_driver_for_cuda(rel.cuda, driver_os(ctx))
         fix.append(f"TensorFlow {rel.version} is built for CUDA {rel.cuda}: upgrade the NVIDIA driver "
@@ -179,8 +177,6 @@ def _tf_gpu_fix(ctx, fw: Framework) -> Tuple[List[str], List[EvidenceItem]]:
 def _tf_no_windows_gpu(ctx, fw: Framework) -> Optional[bool]:
     """True when this TensorFlow has no GPU build for native Windows (data first, then the recorded last release)."""
     m = ctx.matrices
-    if m is None:
-        return None
     rel = m.tf_release(fw.version)
     if rel is not None and rel.gpu_platforms:
         return not rel.gpu_on("win-amd64")
@@ -292,7 +288,7 @@ def cpu_build_on_gpu_machine(ctx, r):
 # ----------------------------------------------------------------------------------------------
 def _rocm_variant(ctx, version: str):
     m = ctx.matrices
-    rel = m.torch_release(version) if m is not None else None
+    rel = m.torch_release(version)
     if rel is None:
         return None
     have = parse_version(ctx.snap.rocm.version)
@@ -431,12 +427,12 @@ def no_gpu_build_for_platform(ctx, r):
             if not _tf_no_windows_gpu(ctx, fw):
                 continue
             last = _last_windows_tf(ctx)
-            fact = m.incompatibility("tf-native-windows-gpu-last") if m is not None else None
+            fact = m.incompatibility("tf-native-windows-gpu-last")
             if fact is not None:
                 ev.append(EvidenceItem("fact", fact.summary, row_src(ctx, fact)))
             last_txt = f" (the last one was {last.version})" if last is not None else ""
             fix = ["Use WSL2 (Windows Subsystem for Linux), where TensorFlow's Linux GPU builds run:", "$ wsl --install"]
-            rel = m.tf_release(fw.version) if m is not None else None
+            rel = m.tf_release(fw.version)
             if rel is not None and rel.and_cuda:
                 fix += ["Then, inside WSL2:", f'$ pip install "tensorflow[and-cuda]=={public(fw.version)}"']
             elif rel is not None:
@@ -452,7 +448,7 @@ def no_gpu_build_for_platform(ctx, r):
                 f"TensorFlow {fw.version} has no GPU build for native Windows{last_txt}: it runs on the CPU{on}.",
                 severity=sev, evidence=ev, fix=fix, subject=label, cause=f"cpu-build:{fw.name}"))
         elif ctx.os == "windows" and fw.name == "jax":
-            fact = m.incompatibility("jax-native-windows-cuda") if m is not None else None
+            fact = m.incompatibility("jax-native-windows-cuda")
             if fact is not None:
                 ev.append(EvidenceItem("fact", fact.summary, row_src(ctx, fact)))
             cmd = jax_install_cmd(ctx, fw.version) if ctx.has_nvidia_gpu else None
@@ -470,7 +466,7 @@ def no_gpu_build_for_platform(ctx, r):
             elif fw.name == "tensorflow":
                 if fw.build == "metal" or "tensorflow-metal" in pk:
                     continue
-                fact = m.incompatibility("tf-macos-gpu") if m is not None else None
+                fact = m.incompatibility("tf-macos-gpu")
                 if fact is not None:
                     ev.append(EvidenceItem("fact", fact.summary, row_src(ctx, fact)))
                 fix = ["Install Apple's Metal plugin for the GPU:", "$ pip install tensorflow-metal"]
@@ -487,8 +483,6 @@ def no_gpu_build_for_platform(ctx, r):
 
 def _last_windows_tf(ctx):
     m = ctx.matrices
-    if m is None:
-        return None
     rows = [t for t in m.tensorflow_releases if t.gpu_on("win-amd64")]
     if not rows:
         return None

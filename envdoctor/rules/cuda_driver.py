@@ -265,7 +265,7 @@ def driver_too_old(ctx, r):
         floor = cuda_floor(m, b.cuda, df.os)
         ev = driver_evidence(df) + [EvidenceItem(f"{b.label} built for CUDA", b.cuda, b.cuda_source)]
         if runs is False:
-            mvc_row = m.mvc.get(b.major) if m is not None else None
+            mvc_row = m.mvc.get(b.major)
             if mvc_row is not None:
                 ev.append(EvidenceItem(f"CUDA {b.major}.x minor-version-compatibility floor ({df.os})",
                                        str(floor), row_source(m, mvc_row)))
@@ -276,7 +276,7 @@ def driver_too_old(ctx, r):
             fixes = []
             target = top_floor or floor
             if target:
-                tk = m.min_driver_for_cuda(xy(b.cuda), df.os) if (m is not None and b.has_minor) else None
+                tk = m.min_driver_for_cuda(xy(b.cuda), df.os) if b.has_minor else None
                 extra = f" (>= {tk} for every CUDA {xy(b.cuda)} feature)" if tk and Version(tk) > Version(target) else ""
                 fixes.append(f"Upgrade the NVIDIA driver to >= {target}{extra}.")
             alt_fix, alt_ev = _alternative(ctx, b, df, vis)
@@ -291,12 +291,12 @@ def driver_too_old(ctx, r):
         if native is not False:
             # JAX: XLA's ptxas (pip nvidia-cuda-nvcc) newer than the driver slows compilation only.
             continue
-        tk = m.min_driver_for_cuda(xy(b.cuda), df.os) if m is not None else None
-        cuda_row = m.cuda_release(xy(b.cuda)) if m is not None else None
+        tk = m.min_driver_for_cuda(xy(b.cuda), df.os)
+        cuda_row = m.cuda_release(xy(b.cuda))
         if cuda_row is not None and tk:
             ev.append(EvidenceItem(f"CUDA {xy(b.cuda)} toolkit driver ({df.os})", tk, row_source(m, cuda_row)))
         if floor:
-            mvc_row = m.mvc.get(b.major) if m is not None else None
+            mvc_row = m.mvc.get(b.major)
             if mvc_row is not None:
                 ev.append(EvidenceItem(f"CUDA {b.major}.x minor-version-compatibility floor ({df.os})", floor,
                                        row_source(m, mvc_row)))

@@ -51,7 +51,7 @@ def _row_src(ctx, row) -> str:
 def _install_name(ctx, package: str, version: str) -> str:
     """The name to pin `package` `version` under: its replacement where that release is only a stub."""
     m = ctx.matrices
-    return m.install_name(package, version) if m is not None and hasattr(m, "install_name") else package
+    return m.install_name(package, version)
 
 
 def _file_of(p) -> str:
@@ -61,7 +61,7 @@ def _file_of(p) -> str:
 def _driver_runs(ctx, cuda: Optional[str]) -> Optional[bool]:
     m = ctx.matrices
     d = ctx.snap.driver
-    if m is None or not cuda or d.state != "ok" or not d.version:
+    if not cuda or d.state != "ok" or not d.version:
         return None
     try:
         return bool(m.driver_runs_cuda(d.version, cuda, "windows" if ctx.snap.platform.wsl or ctx.os == "windows" else "linux"))
@@ -173,8 +173,6 @@ def _closest_variant(ctx, rel, label: str):
 
 def _last_release_with(ctx, label: str):
     m = ctx.matrices
-    if m is None:
-        return None
     best = None
     for rel in m.pytorch_releases:
         if rel.variant(label) is not None and (best is None or Version(rel.version) > Version(best.version)):
@@ -297,7 +295,7 @@ def _first_cause(message: str) -> str:
 
 def _python_alternative(ctx, family: str, version: str, py) -> Optional[str]:
     m = ctx.matrices
-    if m is None or py is None:
+    if py is None:
         return None
     try:
         cur = Version(Version(version).base_version)

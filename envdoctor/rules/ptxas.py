@@ -158,7 +158,7 @@ def xla_ptxas_too_old(ctx, r):
     m = ctx.matrices
     for g in ctx.snap.gpus:
         cc = ctx.gpu_cc(g)
-        if not cc or m is None or m.cuda_supports_cc(str(pv), cc) is not False:
+        if not cc or m.cuda_supports_cc(str(pv), cc) is not False:
             continue
         a = m.arch(cc)
         first = getattr(a, "first_cuda", None)

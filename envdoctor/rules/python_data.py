@@ -45,8 +45,6 @@ def _py_evidence(ctx) -> EvidenceItem:
 def _data_python_spec(ctx, fw):
     """(spec text, row) of the CPython versions the release published wheels / declared support for."""
     m = ctx.matrices
-    if m is None:
-        return None, None
     if fw.name == "torch":
         rel = m.torch_release(fw.version)
         if rel is None or not rel.has_patch(fw.version):
@@ -70,8 +68,6 @@ def _data_python_spec(ctx, fw):
 def _supported_release(ctx, fw, py: Version) -> Optional[str]:
     """The closest release supporting `py`: the first newer one, else the newest older one."""
     m = ctx.matrices
-    if m is None:
-        return None
     cur = Version(Version(fw.version).base_version)
     rows = []
     if fw.name == "torch":
@@ -96,12 +92,11 @@ def _supported_release(ctx, fw, py: Version) -> Optional[str]:
 def _reinstall_cmd(ctx, fw, alt: str) -> str:
     """pip command for release `alt` of the same distribution, keeping a torch build's variant when published."""
     m = ctx.matrices
-    name = fw.distribution or fw.name
-    if m is not None and hasattr(m, "install_name"):
-        name = m.install_name(name, alt)  # tensorflow-gpu 2.12+ is an empty stub: name tensorflow instead
+    # tensorflow-gpu 2.12+ is an empty stub: name tensorflow instead
+    name = m.install_name(fw.distribution or fw.name, alt)
     cmd = f"$ pip install --force-reinstall {name}=={alt}"
     v = parse_version(fw.version)
-    if fw.name == "torch" and m is not None and v is not None and v.local:
+    if fw.name == "torch" and v is not None and v.local:
         var = m.torch_variant(alt, v.local.split(".")[0])
         if var is not None and var.index_url:
             cmd += f" --index-url {var.index_url}"
@@ -223,8 +218,6 @@ the data fixes it.
 )
 def framework_newer_than_data(ctx, r):
     m = ctx.matrices
-    if m is None:
-        return []
     out = []
     for name in ("torch", "tensorflow", "jax"):
         fw = ctx.framework(name)
@@ -287,8 +280,6 @@ be missing. `envdoctor matrices refresh` fetches the current data.
 )
 def data_old(ctx, r):
     m = ctx.matrices
-    if m is None:
-        return []
     collected = _parse_date(m.collected)
     if collected is None:
         return []
@@ -364,8 +355,6 @@ binaries dropped sm_35 and failed on a Tesla K40m; jax 0.4.9 on a Tesla K80).
 )
 def release_not_in_data(ctx, r):
     m = ctx.matrices
-    if m is None:
-        return []
     out = []
     for bf in _gpu_build_facts(ctx):
         if bf.in_data or bf.position in ("", "newer"):

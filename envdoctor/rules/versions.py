@@ -55,7 +55,7 @@ def _jaxlib_spec(ctx, jax: Framework) -> Tuple[Optional[SpecifierSet], str, str]
     if plain:
         return plain[0].specifier, plain[0].line, fw_src(jax)
     m = ctx.matrices
-    rel = m.jax_release(jax.version) if m is not None else None
+    rel = m.jax_release(jax.version)
     if rel is not None and public(rel.version) == public(jax.version):
         sp = spec(rel.jaxlib)
         if sp is not None:
@@ -219,7 +219,7 @@ def _torch_requirement(ctx, comp: Framework) -> Tuple[Optional[SpecifierSet], st
         return None, "", ""  # the metadata is there and names no torch pin (torchaudio 2.11.0): nothing to judge
     m = ctx.matrices
     cv = public(comp.version)
-    if m is None or cv is None:
+    if cv is None:
         return None, "", ""
     for rel in m.pytorch_releases:
         for p in rel.patch_rows:
@@ -234,7 +234,7 @@ def _torch_requirement(ctx, comp: Framework) -> Tuple[Optional[SpecifierSet], st
 
 def _companion_for(ctx, torch: Framework, name: str) -> Optional[str]:
     m = ctx.matrices
-    rel = m.torch_release(torch.version) if m is not None else None
+    rel = m.torch_release(torch.version)
     row = rel.patch(torch.version) if rel is not None else None
     return getattr(row, name, None) if row is not None else None
 
@@ -243,7 +243,7 @@ def _install_companion(ctx, torch: Framework, name: str, version: str) -> str:
     label = "+" + torch_local(torch) if torch_local(torch) else ""
     cmd = f'$ pip install "{name}=={version}{label}"'
     m = ctx.matrices
-    if label and m is not None:
+    if label:
         var = m.torch_variant(torch.version, torch_local(torch))
         if var is not None and var.index_url:
             cmd += f" --index-url {var.index_url}"
