@@ -1,7 +1,10 @@
 """ED430-ED432: GPU paths other than NVIDIA CUDA, named; a ROCm build against the host's ROCm and its AMD GPUs."""
 from __future__ import annotations
 
-from envdoctor.rules.base import EvidenceItem, rule
+from typing import List
+
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 from envdoctor.facts.versions import major_minor
 from envdoctor.facts.labels import row_source
 
@@ -22,7 +25,7 @@ such an environment as "CPU only"; it does not judge their drivers.
     references=["https://pytorch.org/docs/stable/notes/mps.html", "https://pytorch.org/docs/stable/notes/get_start_xpu.html",
                 "https://github.com/Ascend/pytorch"],
 )
-def other_accelerator(ctx, r):
+def other_accelerator(ctx: Context, r: Rule) -> List[Finding]:
     out = []
     for a in ctx.snap.accelerators:
         if a.kind == "rocm":
@@ -47,7 +50,7 @@ cause of "hipErrorNoBinaryForGpu" and of the GPU silently not being found; the b
     references=["https://rocm.docs.amd.com/en/latest/compatibility/compatibility-matrix.html",
                 "https://pytorch.org/get-started/locally/"],
 )
-def rocm_build_vs_host(ctx, r):
+def rocm_build_vs_host(ctx: Context, r: Rule) -> List[Finding]:
     out = []
     for a in ctx.snap.accelerators:
         if a.kind != "rocm":
@@ -81,7 +84,7 @@ A release outside the range read is not judged.
     references=["https://rocm.docs.amd.com/en/latest/compatibility/compatibility-matrix.html",
                 "https://rocm.docs.amd.com/en/latest/reference/gpu-arch-specs.html"],
 )
-def rocm_build_gpu_target(ctx, r):
+def rocm_build_gpu_target(ctx: Context, r: Rule) -> List[Finding]:
     m = ctx.matrices
     out = []
     for a in ctx.snap.accelerators:

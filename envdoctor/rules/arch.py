@@ -20,7 +20,8 @@ from typing import Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
-from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 from envdoctor.facts.versions import parse_version
 from envdoctor.facts.builds import CudaBuild, build_arch, cuda_builds
 from envdoctor.facts.driver import driver_facts, driver_runs
@@ -190,7 +191,7 @@ fix: `pip install torch==2.10.0 --index-url https://download.pytorch.org/whl/cu1
         "https://github.com/pytorch/pytorch/issues/172352",
     ],
 )
-def gpu_arch_not_in_build(ctx, r):
+def gpu_arch_not_in_build(ctx: Context, r: Rule) -> List[Finding]:
     vis = visible_gpus(ctx)
     if not vis.gpus or not ctx.has_nvidia_gpu:
         return []
@@ -379,7 +380,7 @@ vLLM) then crash. The minimum comes from envdoctor's data (incompatibility "trit
         "https://github.com/MIC-DKFZ/nnUNet/issues/2188",
     ],
 )
-def triton_gpu_too_old(ctx, r):
+def triton_gpu_too_old(ctx: Context, r: Rule) -> List[Finding]:
     m = ctx.matrices
     if not ctx.has_nvidia_gpu:
         return []

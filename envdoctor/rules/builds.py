@@ -21,7 +21,7 @@ from envdoctor.facts.labels import fw_source as fw_src
 from envdoctor.facts.pins import jax_plugin, marker_extras, packages, spec
 from envdoctor.facts.platform import driver_os, platform_key
 from envdoctor.facts.versions import parse_version, public
-from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
 from envdoctor.rules.context import Context
 from envdoctor.rules.intent import cpu_build_severity
 from envdoctor.snapshot import Framework
@@ -224,7 +224,7 @@ the data names none: the finding stands either way).
         "https://docs.jax.dev/en/latest/installation.html",
     ],
 )
-def cpu_build_on_gpu_machine(ctx, r):
+def cpu_build_on_gpu_machine(ctx: Context, r: Rule) -> List[Finding]:
     if not ctx.has_nvidia_gpu:
         return []
     findings = []
@@ -321,7 +321,7 @@ fine and silently runs on the CPU. The fix is the same release built for the ven
             "`pip install \"torch==2.4.1+rocm6.1\" --index-url https://download.pytorch.org/whl/rocm6.1`.",
     references=["https://pytorch.org/get-started/locally/", "https://rocm.docs.amd.com/projects/install-on-linux/en/latest/"],
 )
-def build_for_other_vendor(ctx, r):
+def build_for_other_vendor(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     findings = []
     amd = bool(snap.rocm.installed and snap.rocm.gpus) and not ctx.has_nvidia_gpu
@@ -406,7 +406,7 @@ stays an info (it has no CUDA at all).
         "https://pytorch.org/docs/stable/notes/mps.html",
     ],
 )
-def no_gpu_build_for_platform(ctx, r):
+def no_gpu_build_for_platform(ctx: Context, r: Rule) -> List[Finding]:
     if ctx.snap.platform.wsl or ctx.os not in ("windows", "macos"):
         return []
     if not gpu_intent(ctx):

@@ -32,7 +32,7 @@ from envdoctor.facts.platform import platform_key, python_version
 from envdoctor.facts.versions import major_minor as xy
 from envdoctor.facts.versions import major_minor_version as vxy
 from envdoctor.facts.versions import parse_version
-from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
 from envdoctor.rules.context import Context
 from envdoctor.snapshot import Framework
 
@@ -244,7 +244,7 @@ fix: upgrade the driver, or `pip install torch==2.1.0 --index-url https://downlo
 """,
     references=_REFS,
 )
-def driver_too_old(ctx, r):
+def driver_too_old(ctx: Context, r: Rule) -> List[Finding]:
     df = driver_facts(ctx)
     if df is None:
         return []

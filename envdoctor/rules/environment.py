@@ -19,7 +19,8 @@ from packaging.version import Version
 
 from envdoctor.facts.pins import canonical_name, requirement
 from envdoctor.facts.versions import major_minor, parse_version
-from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 
 # nvidia-* wheel (without its -cuNN suffix) -> (family, library name prefixes it ships)
 _WHEEL_FAMILIES = {
@@ -185,7 +186,7 @@ another major version has another soname and is not used by that framework.
         "https://github.com/pytorch/pytorch/pull/174320",
     ],
 )
-def ld_path_shadows_wheel_libs(ctx, r):
+def ld_path_shadows_wheel_libs(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     if ctx.os != "linux" or not snap.loader.libraries:
         return []
@@ -354,7 +355,7 @@ mismatches; frameworks that bring their CUDA libraries as wheels only need it fo
         "https://www.tensorflow.org/install/source#gpu",
     ],
 )
-def default_toolkit_not_frameworks(ctx, r):
+def default_toolkit_not_frameworks(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     if len(snap.toolkits) < 2:
         return []
@@ -422,7 +423,7 @@ not affected.
         "https://pytorch.org/docs/stable/cpp_extension.html",
     ],
 )
-def nvcc_torch_cuda_mismatch(ctx, r):
+def nvcc_torch_cuda_mismatch(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     fw = ctx.framework("torch")
     if fw is None or fw.build != "cuda" or not fw.cuda_version:

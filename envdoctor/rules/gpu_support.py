@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import List, Optional, Tuple
 
 from envdoctor.facts.gpu_support import cudnn_cap_for_gpu, cudnn_supports_gpu, driver_supports_gpu
-from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 from envdoctor.facts.labels import row_source
 from envdoctor.facts.versions import parse_version
 from envdoctor.facts.gpus import gpu_label, visible_gpus
@@ -61,7 +62,7 @@ which need R570 or newer; fix: install a driver of branch R570 or newer.
 """,
     references=_REFS,
 )
-def driver_branch_gpu(ctx, r):
+def driver_branch_gpu(ctx: Context, r: Rule) -> List[Finding]:
     driver = _driver_version(ctx.snap)
     if driver is None:
         return []
@@ -112,7 +113,7 @@ nvidia-cudnn-cu12 9.17.1.4 with a GTX 1080 (compute capability 6.1): `ED151 erro
 """,
     references=_REFS,
 )
-def cudnn_drops_gpu(ctx, r):
+def cudnn_drops_gpu(ctx: Context, r: Rule) -> List[Finding]:
     gpus = _gpus(ctx)
     if not gpus:
         return []

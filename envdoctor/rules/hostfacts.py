@@ -1,8 +1,11 @@
 """ED670-ED671: the CPU's instruction set and numpy's ABI against the frameworks' builds."""
 from __future__ import annotations
 
+from typing import List
+
 from envdoctor.rules._runtime_data import numpy2_rows
-from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 from envdoctor.facts.versions import parse_version
 
 
@@ -19,7 +22,7 @@ some emulators (QEMU without -cpu host) lack them; /proc/cpuinfo's flags say.
     references=["https://www.tensorflow.org/install/pip#hardware_requirements",
                 "https://github.com/tensorflow/tensorflow/issues/19584"],
 )
-def cpu_lacks_avx(ctx, r):
+def cpu_lacks_avx(ctx: Context, r: Rule) -> List[Finding]:
     h = ctx.snap.host
     if not h.cpu_flags or (ctx.snap.platform.machine or "").lower() not in ("x86_64", "amd64"):
         return []
@@ -48,7 +51,7 @@ NumPy 2, and how far an older one breaks, are data (matrices/runtime_env.toml).
     references=["https://numpy.org/devdocs/dev/depending_on_numpy.html#numpy-2-0-specific-advice",
                 "https://github.com/numpy/numpy/issues/26191"],
 )
-def numpy_abi(ctx, r):
+def numpy_abi(ctx: Context, r: Rule) -> List[Finding]:
     nv = parse_version(ctx.snap.python.packages.get("numpy"))
     if nv is None or nv.major < 2:
         return []

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 
 PLANNED = "(planned)"  # Framework.location of what gate's plan lays over the target (envdoctor.gate.plan)
 
@@ -57,7 +58,7 @@ silent on a machine without a usable NVIDIA GPU. Severity is the row's own.
         "https://github.com/pytorch/pytorch/issues/131662",
     ],
 )
-def known_broken_release(ctx, r):
+def known_broken_release(ctx: Context, r: Rule) -> List[Finding]:
     from envdoctor.knowledge.extra_tables import known_broken
 
     out: List = []

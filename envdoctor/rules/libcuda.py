@@ -16,7 +16,8 @@ from typing import List, Optional, Tuple
 
 from packaging.version import Version
 
-from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 from envdoctor.facts.versions import parse_version
 from envdoctor.facts.loader import DRIVER_CAUSE, is_mismatch, libcuda_resolution, under_wsl_lib, wsl2
 
@@ -129,7 +130,7 @@ data marks not served is a warning (that row is not verified as a refusal).
             "LD_LIBRARY_PATH: `ED120 error` 'forward compatibility was attempted on non supported HW'.",
     references=_REFS_FC,
 )
-def forward_compat_unsupported(ctx, r):
+def forward_compat_unsupported(ctx: Context, r: Rule) -> List[Finding]:
     got = _pair(ctx)
     if got is None:
         return []
@@ -189,7 +190,7 @@ the real file's name) and /proc/driver/nvidia/version. Not judged when NVML itse
         "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html",
     ],
 )
-def libcuda_differs(ctx, r):
+def libcuda_differs(ctx: Context, r: Rule) -> List[Finding]:
     got = _pair(ctx)
     if got is None or is_mismatch(ctx.snap):
         return []
@@ -240,7 +241,7 @@ cache) when a CUDA build with cuDNN 8, or an nvidia-cudnn 8 wheel, is installed.
         "https://github.com/NVIDIA/cuda-python/issues/17",
     ],
 )
-def wsl_unversioned_libcuda(ctx, r):
+def wsl_unversioned_libcuda(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     if not wsl2(snap) or not snap.driver.wsl_libcuda or not snap.gpus:
         return []

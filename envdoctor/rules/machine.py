@@ -23,7 +23,8 @@ from envdoctor.facts.loader import (
     wsl2,
 )
 from envdoctor.facts.platform import package_family
-from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 
 VISIBLE_CAUSE = "cuda-visible-devices"
 
@@ -119,7 +120,7 @@ whatever is installed. Converting the distribution to WSL 2 keeps its files.
         "https://github.com/microsoft/WSL/issues/1788",
     ],
 )
-def wsl1_no_gpu(ctx, r):
+def wsl1_no_gpu(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     if snap.platform.wsl != 1:
         return []
@@ -165,7 +166,7 @@ do not install any Linux display driver in WSL.
         "https://github.com/microsoft/WSL/issues/7716",
     ],
 )
-def linux_driver_in_wsl(ctx, r):
+def linux_driver_in_wsl(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     if not wsl2(snap) or not snap.driver.linux_driver_in_wsl:
         return []
@@ -224,7 +225,7 @@ is False and TensorFlow/JAX report no GPU.
         "https://github.com/microsoft/WSL/issues/9099",
     ],
 )
-def wsl_libcuda_missing(ctx, r):
+def wsl_libcuda_missing(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     if not wsl2(snap):
         return []
@@ -304,7 +305,7 @@ is False). Rebooting, or unloading and reloading the nvidia modules, makes them 
         "https://github.com/tinygrad/open-gpu-kernel-modules/issues/47",
     ],
 )
-def driver_library_mismatch(ctx, r):
+def driver_library_mismatch(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     if not is_mismatch(snap):
         return []
@@ -377,7 +378,7 @@ refuses the unsigned module ("Key was rejected by service"), or nouveau holds th
         "https://github.com/GoogleCloudPlatform/compute-gpu-installation/pull/18",
     ],
 )
-def nvidia_module_not_loaded(ctx, r):
+def nvidia_module_not_loaded(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     if not _module_rule_applies(snap):
         return []
@@ -443,7 +444,7 @@ keeps falling off the bus points at power, cooling or the PCIe slot.
         "https://docs.nvidia.com/deploy/xid-errors/index.html",
     ],
 )
-def nvidia_smi_hangs(ctx, r):
+def nvidia_smi_hangs(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     d = snap.driver
     smi_to, nvml_to = d.nvidia_smi == "timeout", d.nvml == "timeout"
@@ -492,7 +493,7 @@ GPU after a systemd reload), "couldn't find libnvidia-ml.so" (user-space driver 
         "https://github.com/NVIDIA/nvidia-docker/issues/1671",
     ],
 )
-def nvidia_smi_failed(ctx, r):
+def nvidia_smi_failed(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     d = snap.driver
     if not (d.nvidia_smi == "failed" or d.nvml == "failed" or d.state == "smi_failed"):
@@ -560,7 +561,7 @@ Inside a container it usually means no GPU was passed in.
         "https://github.com/NVIDIA/open-gpu-kernel-modules/issues/862",
     ],
 )
-def driver_without_devices(ctx, r):
+def driver_without_devices(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     d = snap.driver
     if not (d.state == "no_devices" or d.nvml == "no_devices" or d.nvidia_smi == "no_devices"):
@@ -714,7 +715,7 @@ those are a warning.
         "https://github.com/pytorch/pytorch/issues/40618",
     ],
 )
-def cuda_visible_devices_hides_all(ctx, r):
+def cuda_visible_devices_hides_all(ctx: Context, r: Rule) -> List[Finding]:
     vd = _visible(ctx)
     if vd is None or vd.unknown or vd.visible:
         return []
@@ -758,7 +759,7 @@ copied from a bigger machine often carry such lists.
         "https://docs.nvidia.com/cuda/cuda-programming-guide/05-appendices/environment-variables.html",
     ],
 )
-def cuda_visible_devices_bad_entry(ctx, r):
+def cuda_visible_devices_bad_entry(ctx: Context, r: Rule) -> List[Finding]:
     vd = _visible(ctx)
     if vd is None or vd.unknown or not vd.visible or vd.invalid is None:
         return []
@@ -791,7 +792,7 @@ nor driver libraries. Frameworks in such a container run on the CPU.
         "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html",
     ],
 )
-def nvidia_visible_devices_void(ctx, r):
+def nvidia_visible_devices_void(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     v = _container_hides_gpus(snap)
     if v is None or ctx.has_nvidia_gpu:
@@ -838,7 +839,7 @@ stub release holds no TensorFlow at all (error); the old, working one is an info
     references=["https://github.com/opendatahub-io/notebooks/issues/42",
                 "https://github.com/dionhaefner/pyhpc-benchmarks/issues/17"],
 )
-def deprecated_distribution_installed(ctx, r):
+def deprecated_distribution_installed(ctx: Context, r: Rule) -> List[Finding]:
     from envdoctor.facts.labels import row_source
     from envdoctor.rules.cuda_driver import tf_choice, tf_command
 
@@ -928,7 +929,7 @@ lists what it saw and the GPUs that still answer.
         "https://docs.nvidia.com/deploy/xid-errors/index.html",
     ],
 )
-def gpu_partially_failed(ctx, r):
+def gpu_partially_failed(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     if not snap.gpus:
         return []  # no GPU answers at all: ED015-ED017 say why

@@ -1,8 +1,11 @@
 """ED620-ED622: GPU memory held by other processes, allocator settings, frameworks that each preallocate."""
 from __future__ import annotations
 
+from typing import List
+
 from envdoctor.rules._runtime_data import alloc_keys
-from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 from envdoctor.facts.versions import parse_version
 
 HELD_FRACTION = 0.5  # a process holding more than half of a GPU's memory
@@ -28,7 +31,7 @@ psutil names them. A process of another PID namespace (a container) shows as "[N
     references=["https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html",
                 "https://pytorch.org/docs/stable/notes/cuda.html#memory-management"],
 )
-def gpu_memory_held(ctx, r):
+def gpu_memory_held(ctx: Context, r: Rule) -> List[Finding]:
     totals = {g.index: g.total_mib for g in ctx.snap.memory.gpus if g.total_mib}
     for g in ctx.snap.gpus:
         totals.setdefault(g.index, g.memory_total_mib)
@@ -63,7 +66,7 @@ and TF_FORCE_GPU_ALLOW_GROWTH (TensorFlow).
                 "https://docs.jax.dev/en/latest/gpu_memory_allocation.html",
                 "https://www.tensorflow.org/guide/gpu#limiting_gpu_memory_growth"],
 )
-def allocator_settings(ctx, r):
+def allocator_settings(ctx: Context, r: Rule) -> List[Finding]:
     from envdoctor.parsers.breadth import parse_alloc_conf
 
     env = dict(ctx.snap.memory.allocator_env)
@@ -129,7 +132,7 @@ errors.
     references=["https://docs.jax.dev/en/latest/gpu_memory_allocation.html",
                 "https://www.tensorflow.org/guide/gpu#limiting_gpu_memory_growth"],
 )
-def frameworks_preallocate(ctx, r):
+def frameworks_preallocate(ctx: Context, r: Rule) -> List[Finding]:
     if not ctx.has_nvidia_gpu:
         return []
     env = ctx.snap.memory.allocator_env

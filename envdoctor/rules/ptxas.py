@@ -17,7 +17,8 @@ from typing import List, NamedTuple, Optional
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
-from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 
 NVCC_WHEELS = ("nvidia-cuda-nvcc-cu13", "nvidia-cuda-nvcc-cu12", "nvidia-cuda-nvcc-cu11", "nvidia-cuda-nvcc")
 
@@ -136,7 +137,7 @@ The first CUDA that targets each architecture is data (matrices/gpus.toml).
             "'ptxas 12.1.66 (PATH) is older than the CUDA 12.6 ...'.",
     references=_REFS,
 )
-def xla_ptxas_too_old(ctx, r):
+def xla_ptxas_too_old(ctx: Context, r: Rule) -> List[Finding]:
     if not ctx.has_nvidia_gpu or ctx.os != "linux":
         return []
     builds = xla_builds(ctx)
@@ -191,7 +192,7 @@ GPUs) makes compilation parallel again.
     references=["https://github.com/jax-ml/jax/issues/19821", "https://github.com/jax-ml/jax/issues/18027",
                 "https://github.com/google/brax/issues/488"],
 )
-def xla_ptxas_newer_than_driver(ctx, r):
+def xla_ptxas_newer_than_driver(ctx: Context, r: Rule) -> List[Finding]:
     if not ctx.has_nvidia_gpu or ctx.os != "linux" or not xla_builds(ctx):
         return []
     p = xla_ptxas(ctx.snap)

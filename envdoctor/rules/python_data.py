@@ -19,11 +19,12 @@ least one new series is likely missing.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Optional
+from typing import List, Optional
 
 from packaging.version import Version
 
-from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 from envdoctor.facts.versions import parse_version
 from envdoctor.facts.labels import fw_label, fw_source, row_source
 from envdoctor.facts.pins import spec_contains
@@ -129,7 +130,7 @@ fix: `pip install --force-reinstall tensorflow==2.16.1`, the first release with 
         "https://pytorch.org/get-started/previous-versions/",
     ],
 )
-def python_outside_release_range(ctx, r):
+def python_outside_release_range(ctx: Context, r: Rule) -> List[Finding]:
     py = python_version(ctx)
     if py is None:
         return []
@@ -216,7 +217,7 @@ the data fixes it.
             "fix: `envdoctor matrices refresh`.",
     references=["https://pytorch.org/get-started/previous-versions/", "https://github.com/pytorch/pytorch/releases"],
 )
-def framework_newer_than_data(ctx, r):
+def framework_newer_than_data(ctx: Context, r: Rule) -> List[Finding]:
     m = ctx.matrices
     out = []
     for name in ("torch", "tensorflow", "jax"):
@@ -278,7 +279,7 @@ be missing. `envdoctor matrices refresh` fetches the current data.
     example="Data collected 2026-03-01, snapshot taken 2026-11-29 (273 days): `ED901 info`.",
     references=["https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html"],
 )
-def data_old(ctx, r):
+def data_old(ctx: Context, r: Rule) -> List[Finding]:
     m = ctx.matrices
     collected = _parse_date(m.collected)
     if collected is None:
@@ -353,7 +354,7 @@ binaries dropped sm_35 and failed on a Tesla K40m; jax 0.4.9 on a Tesla K80).
         "https://github.com/jax-ml/jax/issues/5464",
     ],
 )
-def release_not_in_data(ctx, r):
+def release_not_in_data(ctx: Context, r: Rule) -> List[Finding]:
     m = ctx.matrices
     out = []
     for bf in _gpu_build_facts(ctx):

@@ -13,7 +13,8 @@ from __future__ import annotations
 import ntpath
 from typing import List, Optional, Tuple
 
-from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 
 from envdoctor.probes.loader import DLL_SCAN  # the loader probe records it when it looked for CUDA DLLs on PATH
 
@@ -98,7 +99,7 @@ cuDNN is ED300's; this rule names the CUDA runtime and cuBLAS.
         "https://www.tensorflow.org/install/source#gpu",
     ],
 )
-def system_cuda_runtime_missing(ctx, r):
+def system_cuda_runtime_missing(ctx: Context, r: Rule) -> List[Finding]:
     if not ctx.has_nvidia_gpu or ctx.os == "macos" or not _loader_known(ctx):
         return []
     os_name = "windows" if ctx.os == "windows" else "linux"

@@ -24,7 +24,8 @@ from envdoctor.facts.labels import fw_label, row_src
 from envdoctor.facts.labels import fw_source as fw_src
 from envdoctor.facts.pins import jax_plugin, marker_extras, parse_pins, spec
 from envdoctor.facts.versions import lower_bound, parse_version, public
-from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 from envdoctor.snapshot import Framework
 
 JAX_CAUSE = "jax-version-step"
@@ -128,7 +129,7 @@ PJRT exactly. pip lets these drift when another package asks for an older jax. T
         "https://docs.jax.dev/en/latest/installation.html",
     ],
 )
-def jax_versions_out_of_step(ctx, r):
+def jax_versions_out_of_step(ctx: Context, r: Rule) -> List[Finding]:
     jax, jaxlib, plugins, pjrts = _jax_parts(ctx)
     findings = []
     if jax is not None and jaxlib is not None:
@@ -296,7 +297,7 @@ when torch is upgraded or reinstalled from another index without its companions.
         "https://pytorch.org/get-started/previous-versions/",
     ],
 )
-def torch_companion_mismatch(ctx, r):
+def torch_companion_mismatch(ctx: Context, r: Rule) -> List[Finding]:
     torch = ctx.framework("torch")
     if torch is None:
         return []
