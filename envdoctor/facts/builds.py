@@ -42,8 +42,8 @@ def oldest_known(m: "Matrices", family: str) -> Optional[str]:
         vs = [parse_version(r.tested or r.version) for r in m.tensorflow_releases]
     else:
         vs = [parse_version(r.version) for r in m.jax_releases]
-    vs = [v for v in vs if v is not None]
-    return str(min(vs)) if vs else None
+    known = [v for v in vs if v is not None]
+    return str(min(known)) if known else None
 
 
 def companion_pins(ctx: "Context", torch_version: str) -> List[Tuple[str, str]]:
@@ -95,9 +95,10 @@ def build_facts(m: "Matrices", fw: Framework, cudnn_pin: Optional[str] = None) -
     bf.in_data = row is not None
     if row is None and v is not None:
         base = Version(v.base_version)
-        if parse_version(bf.oldest) is not None and base < parse_version(bf.oldest):
+        oldest, newest = parse_version(bf.oldest), parse_version(bf.newest)
+        if oldest is not None and base < oldest:
             bf.position = "older"
-        elif parse_version(bf.newest) is not None and base > parse_version(bf.newest):
+        elif newest is not None and base > newest:
             bf.position = "newer"
         else:
             bf.position = "absent"

@@ -44,7 +44,8 @@ _OS_PREFIX = {"linux": "linux", "windows": "win", "macos": "macos"}
 
 
 def _snap(source: Source) -> "Snapshot":
-    return getattr(source, "snap", source)  # type: ignore[return-value]
+    inner = getattr(source, "snap", None)
+    return inner if inner is not None else source  # type: ignore[return-value]
 
 
 def os_of(system: Optional[str]) -> str:

@@ -99,7 +99,7 @@ def rocm_build_gpu_target(ctx: Context, r: Rule) -> List[Finding]:
                   EvidenceItem("LLVM target", gfx or "?", "matrices/amd_gpus.toml")]
             if target is not None:
                 ev.append(EvidenceItem(f"{target.gfx} in AMD's matrix", _span(target), row_source(m, target)))
-            if listed is False:
+            if listed is False and target is not None:
                 severity = "warning"
                 if target.status in ("unlisted", "unsupported"):
                     # AMD does not ship or test it, but a framework's own arch list may still carry code for it
@@ -116,7 +116,7 @@ def rocm_build_gpu_target(ctx: Context, r: Rule) -> List[Finding]:
                 out.append(r.finding(f"{a.framework} is a ROCm {rocm} build, but {name} is {target.gfx}: {why}.",
                                      severity=severity, evidence=ev, fix=fix, subject=f"{a.framework} on {name}",
                                      cause=f"rocm-target:{target.gfx}:{rocm}"))
-            elif listed and target.status == "deprecated":
+            elif listed and target is not None and target.status == "deprecated":
                 out.append(r.finding(f"{name} ({target.gfx}) is deprecated in AMD's ROCm matrix: support is to be "
                                      f"removed in a later ROCm release than {target.listed_through}.",
                                      severity="info", evidence=ev, subject=f"{a.framework} on {name}"))

@@ -23,7 +23,7 @@ from packaging.version import Version
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
 from envdoctor.rules.context import Context
 from envdoctor.facts.versions import parse_version
-from envdoctor.facts.builds import CudaBuild, build_arch, cuda_builds
+from envdoctor.facts.builds import ArchInfo, CudaBuild, build_arch, cuda_builds
 from envdoctor.facts.driver import driver_facts, driver_runs
 from envdoctor.facts.gpus import gpu_label, kernel_for, newest_arch, variant_serves_cc, visible_gpus
 from envdoctor.facts.labels import row_source
@@ -76,7 +76,7 @@ def _gpus_text(ctx, gpus) -> str:
     return f"GPUs {idx} {gpus[0].name} (compute capability {ctx.gpu_cc(gpus[0])})"
 
 
-def analyse(ctx, build: CudaBuild, cc: str) -> Tuple[str, Optional[str], Optional[object]]:
+def analyse(ctx: Context, build: CudaBuild, cc: str) -> Tuple[str, Optional[str], Optional[ArchInfo]]:
     """(verdict, detail, arch info) of a torch/TF build on a GPU of `cc`:
     ok | none | ptx-major | ptx-major-xla-dead | unknown."""
     info = build_arch(ctx, build)
@@ -129,7 +129,7 @@ def _torch_fix(ctx, build: CudaBuild, all_ccs: List[str], cc: str) -> Tuple[List
                 f"the newest that does is torch {ch.patch} {ch.variant.name}.")
     fixes.append(f"Install {ch.label()}, whose kernels cover {', '.join(_sm(c) for c in all_ccs)}:")
     fixes.append(ch.command(ctx))
-    if needs_driver:
+    if needs_driver and df is not None:
         floor = m.mvc_floor(ch.variant.cuda_major or 0, df.os) if ch.variant.cuda_major else None
         if floor:
             fixes.append(f"(CUDA {ch.variant.cuda} builds need NVIDIA driver >= {floor}.)")
@@ -210,7 +210,7 @@ def gpu_arch_not_in_build(ctx: Context, r: Rule) -> List[Finding]:
             if verdict == "unknown" and info is None and cuda_cannot_target(m, b.cuda, cc):
                 out.append(_cuda_cannot_target_finding(ctx, r, b, cc, gpus, vis, all_ccs))
                 continue
-            if verdict in ("ok", "unknown"):
+            if verdict in ("ok", "unknown") or info is None:
                 continue
             archs = " ".join(info.arch_list)
             ev = _gpu_evidence(ctx, gpus) + [EvidenceItem(f"{b.label} compiled archs", archs, info.source)]

@@ -8,7 +8,7 @@ the file the dynamic loader would load. Judged here with NVIDIA's rules from mat
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.binaries.compat import judge, load_facts
 from envdoctor.facts.gpus import gpu_label, visible_gpus
@@ -60,8 +60,10 @@ def _gpu_groups(ctx):
     return groups
 
 
-def _verdicts(ctx, files: List[CudaBinary], cc: str):
+def _verdicts(ctx: Context, files: List[CudaBinary], cc: str) -> List[Tuple[CudaBinary, Any]]:
     target = cc_tuple(cc)
+    if target is None:
+        return []
     return [(b, judge(b.sass, b.ptx, b.ptx_isa, target, ctx.snap.driver.cuda_version)) for b in files
             if (b.sass or b.ptx) and not b.unreadable]
 

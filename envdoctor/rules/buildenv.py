@@ -2,7 +2,7 @@
 mixed GPU generations."""
 from __future__ import annotations
 
-from typing import List
+from typing import Any, Dict, List
 
 from envdoctor.parsers.breadth import arch_number, parse_arch_list
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
@@ -68,7 +68,7 @@ def arch_list_vs_gpus(ctx: Context, r: Rule) -> List[Finding]:
             out.append(r.finding(f"{var}={value}: " + "; ".join(problems) + ".", subject=var,
                                  evidence=[EvidenceItem(var, value, f"env:{var}")]
                                  + ([EvidenceItem("nvcc --list-gpu-arch", " ".join(be.nvcc_archs), f"cmd:{be.nvcc} --list-gpu-arch")] if nvcc else []),
-                                 fix=[f"$ export {var}=\"" + ";".join(sorted({ctx.gpu_cc(g) for g in ctx.gpus if ctx.gpu_cc(g)})) + "\""
+                                 fix=[f"$ export {var}=\"" + ";".join(sorted({cc for cc in map(ctx.gpu_cc, ctx.gpus) if cc})) + "\""
                                       if ctx.gpus and var == "TORCH_CUDA_ARCH_LIST" else f"$ unset {var} (builds then target this machine's GPUs)"]))
     return out
 
@@ -126,7 +126,7 @@ slowest GPU.
     references=["https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#compute-capabilities"],
 )
 def mixed_gpu_generations(ctx: Context, r: Rule) -> List[Finding]:
-    ccs = {}
+    ccs: Dict[str, List[Any]] = {}
     for g in ctx.gpus:
         cc = ctx.gpu_cc(g)
         if cc:

@@ -11,7 +11,7 @@ silent here (ED001 says where things run).
 """
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from packaging.version import Version
 
@@ -89,7 +89,7 @@ def torch_cuda_variant(ctx, version: str):
         good.append(v)
     if not good:
         return None
-    return max(good, key=lambda v: parse_version(v.cuda))
+    return max(good, key=lambda v: parse_version(v.cuda) or Version("0"))
 
 
 
@@ -124,7 +124,7 @@ def jax_cuda_plugin_for(ctx, jax_version: Optional[str]) -> Tuple[Optional[int],
             if dv is not None and floor is not None and dv < floor:
                 continue
             cc_min = parse_version(pl.cc_min)
-            if cc_min is not None and any(cc and parse_version(cc) is not None and parse_version(cc) < cc_min for cc in ccs):
+            if cc_min is not None and any((parse_version(cc) or cc_min) < cc_min for cc in ccs if cc):
                 continue
             if best is None or pl.cuda_major > best.cuda_major:
                 best = pl
@@ -166,9 +166,10 @@ def _tf_gpu_fix(ctx, fw: Framework) -> Tuple[List[str], List[EvidenceItem]]:
                    f"https://www.tensorflow.org/install/source#gpu) and put their libraries on the loader path.")
     else:
         fix.append(f'$ pip install "tensorflow=={version}"')
-    if rel is not None and ctx.driver_version and parse_version(rel.cuda) is not None \
+    tf_cuda = parse_version(rel.cuda) if rel is not None else None
+    if rel is not None and ctx.driver_version and tf_cuda is not None \
             and not m.driver_runs_cuda(ctx.driver_version, rel.cuda, driver_os(ctx)):
-        floor = m.mvc_floor(parse_version(rel.cuda).major, driver_os(ctx)) or m.min_driver_for_cuda(rel.cuda, driver_os(ctx))
+        floor = m.mvc_floor(tf_cuda.major, driver_os(ctx)) or m.min_driver_for_cuda(rel.cuda, driver_os(ctx))
         fix.append(f"TensorFlow {rel.version} is built for CUDA {rel.cuda}: upgrade the NVIDIA driver "
                    f"{ctx.driver_version} to >= {floor} first.")
     return fix, ev
@@ -296,8 +297,8 @@ def _rocm_variant(ctx, version: str):
     if not rocms:
         return None
 
-    def rv(v) -> Version:
-        return parse_version(v.rocm or v.name[4:])
+    def rv(v: Any) -> Version:
+        return parse_version(v.rocm or v.name[4:]) or Version("0")
 
     if have is not None:
         fit = [v for v in rocms if (rv(v).major, rv(v).minor) <= (have.major, have.minor) and rv(v).major == have.major]
@@ -365,9 +366,9 @@ def build_for_other_vendor(ctx: Context, r: Rule) -> List[Finding]:
                 fix, extra = _tf_gpu_fix(ctx, fw)
                 ev += extra
             else:
-                cmd = jax_install_cmd(ctx, fw.version)
-                if cmd:
-                    fix.append(cmd)
+                jax_cmd = jax_install_cmd(ctx, fw.version)
+                if jax_cmd:
+                    fix.append(jax_cmd)
             findings.append(r.finding(
                 f"{label} is a ROCm (AMD) build but this machine has {gpus} (NVIDIA driver {ctx.driver_version}): "
                 f"{fw.name} runs on the CPU.", evidence=ev, fix=fix, subject=label, cause=f"cpu-build:{fw.name}"))

@@ -47,11 +47,11 @@ def matrices(ctx: Context) -> Any:
 
 @dataclass
 class TorchChoice:
-    release: object
-    variant: object
+    release: Any  # a TorchRelease row
+    variant: Any  # a TorchVariant row
     patch: str
 
-    def command(self, ctx) -> str:
+    def command(self, ctx: Context) -> str:
         """The install line: torch with the torchvision / torchaudio that are installed, at the versions
         that match this torch (the patch row of matrices/pytorch.toml), from the same index (whose builds carry its CUDA label)."""
         pins = "".join(f" {name}=={v}" for name, v in companion_pins(ctx, self.patch))
@@ -254,8 +254,7 @@ def driver_too_old(ctx: Context, r: Rule) -> List[Finding]:
     m = matrices(ctx)
     vis = visible_gpus(ctx)
     failing = [b for b in builds if driver_runs(ctx, df, b.cuda) is False]
-    floors = [cuda_floor(m, b.cuda, df.os) for b in failing]
-    floors = [f for f in floors if parse_version(f) is not None]
+    floors = [f for f in (cuda_floor(m, b.cuda, df.os) for b in failing) if f and parse_version(f) is not None]
     top_floor = max(floors, key=Version) if floors else None
     out = []
     for b in builds:

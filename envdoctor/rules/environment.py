@@ -197,9 +197,11 @@ def ld_path_shadows_wheel_libs(ctx: Context, r: Rule) -> List[Finding]:
     out = []
     for family, ref in sorted(refs.items()):
         ref_rel = _release(ref["version"])
+        if ref_rel is None:
+            continue
         ref_major = ref_rel[0]
         cands = [lib for lib in order if _lib_family(lib.name) == family and lib.version]
-        same = [lib for lib in cands if _release(lib.version) and _release(lib.version)[0] == ref_major]
+        same = [lib for lib in cands if (_release(lib.version) or (-1,))[0] == ref_major]
         users = ", ".join(ref["users"])
         ref_desc = f"{family} {ref['version']} ({ref['where']})"
         if same:
@@ -210,7 +212,7 @@ def ld_path_shadows_wheel_libs(ctx: Context, r: Rule) -> List[Finding]:
             # the most precise version stated by that directory's copies of this family
             in_dir = [lib for lib in same if lib.path.rsplit("/", 1)[0] == d and lib.via == first.via]
             best = max(in_dir, key=lambda lib: len(_release(lib.version) or ()))
-            lib_rel = _release(best.version)
+            lib_rel = _release(best.version) or ()
             if len(lib_rel) < 3:
                 continue  # only the soname's major is known: cannot tell whether it differs
             cmp = _cmp_common(ref_rel, lib_rel)

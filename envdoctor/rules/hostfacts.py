@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import List
 
+from packaging.version import Version
+
 from envdoctor.rules._runtime_data import numpy2_rows
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
 from envdoctor.rules.context import Context
@@ -60,7 +62,7 @@ def numpy_abi(ctx: Context, r: Rule) -> List[Finding]:
     for fw in ctx.frameworks:
         row = rows.get(fw.name)
         fv = parse_version(fw.version)
-        if row is None or fv is None or fv.release >= parse_version(row["first"]).release:
+        if row is None or fv is None or fv.release >= Version(row["first"]).release:
             continue
         breaks_import = row.get("breaks", "import") != "interop"
         out.append(r.finding(f"numpy {nv} is installed, but {fw.name} {fw.version} was built against NumPy 1.x "

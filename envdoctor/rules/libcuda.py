@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
@@ -36,7 +36,7 @@ def forward_compat_data() -> dict:
     from envdoctor.knowledge.extra_tables import _read
 
     raw = _read("forward_compat.toml")
-    out = {"gpu_class": [], "base_branch": {}, "problems": []}
+    out: Dict[str, Any] = {"gpu_class": [], "base_branch": {}, "problems": []}
     for i, row in enumerate(raw.get("gpu_class", [])):
         try:
             pats = [re.compile(p, re.I) for p in row["patterns"]]

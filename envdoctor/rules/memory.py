@@ -1,7 +1,9 @@
 """ED620-ED622: GPU memory held by other processes, allocator settings, frameworks that each preallocate."""
 from __future__ import annotations
 
-from typing import List
+from typing import Dict, List, Optional
+
+from packaging.version import Version
 
 from envdoctor.rules._runtime_data import alloc_keys
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
@@ -32,7 +34,7 @@ psutil names them. A process of another PID namespace (a container) shows as "[N
                 "https://pytorch.org/docs/stable/notes/cuda.html#memory-management"],
 )
 def gpu_memory_held(ctx: Context, r: Rule) -> List[Finding]:
-    totals = {g.index: g.total_mib for g in ctx.snap.memory.gpus if g.total_mib}
+    totals: Dict[int, Optional[int]] = {g.index: g.total_mib for g in ctx.snap.memory.gpus if g.total_mib}
     for g in ctx.snap.gpus:
         totals.setdefault(g.index, g.memory_total_mib)
     out = []
@@ -82,7 +84,7 @@ def allocator_settings(ctx: Context, r: Rule) -> List[Finding]:
             row = known.get(key)
             if row is None:
                 bad.append(f"'{key}' is not an option torch knows (known: {', '.join(sorted(known))})")
-            elif row.get("since") and tv is not None and tv.release < parse_version(row["since"]).release:
+            elif row.get("since") and torch is not None and tv is not None and tv.release < Version(row["since"]).release:
                 bad.append(f"'{key}' needs torch >= {row['since']}, this is torch {torch.version}")
         ev = [EvidenceItem("PYTORCH_CUDA_ALLOC_CONF", conf, "env:PYTORCH_CUDA_ALLOC_CONF")]
         if bad and torch is not None and torch.build in ("cuda", "rocm"):

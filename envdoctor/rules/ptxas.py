@@ -142,9 +142,9 @@ def xla_ptxas_too_old(ctx: Context, r: Rule) -> List[Finding]:
         return []
     builds = xla_builds(ctx)
     p = xla_ptxas(ctx.snap) if builds else None
-    if p is None or _xy(p.version) is None:
+    pv = _xy(p.version) if p is not None else None
+    if p is None or pv is None:
         return []
-    pv = _xy(p.version)
     ev0 = EvidenceItem("ptxas XLA runs", f"{p.where} ({p.version})", f"search order: {p.via}")
     out = []
     for b in builds:
@@ -197,12 +197,13 @@ def xla_ptxas_newer_than_driver(ctx: Context, r: Rule) -> List[Finding]:
         return []
     p = xla_ptxas(ctx.snap)
     dv = _xy(ctx.snap.driver.cuda_version)
-    if p is None or _xy(p.version) is None or dv is None or _xy(p.version) <= dv:
+    pv = _xy(p.version) if p is not None else None
+    if p is None or pv is None or dv is None or pv <= dv:
         return []
     return [r.finding(
         f"XLA's ptxas {p.version} ({p.where}) is newer than the driver's CUDA {ctx.snap.driver.cuda_version}: XLA "
         f"disables parallel compilation, so compiling is slower (the GPU is still used).",
         evidence=[EvidenceItem("ptxas XLA runs", f"{p.where} ({p.version})", f"search order: {p.via}"),
-                  EvidenceItem("driver CUDA", ctx.snap.driver.cuda_version, ctx.snap.driver.source or "nvml")],
+                  EvidenceItem("driver CUDA", str(dv), ctx.snap.driver.source or "nvml")],
         fix=[f"Upgrade the NVIDIA driver to one for CUDA >= {_xy(p.version)}, or ignore (compilation only)."],
         subject="XLA ptxas")]

@@ -147,7 +147,7 @@ def python_outside_release_range(ctx: Context, r: Rule) -> List[Finding]:
         ev = [_py_evidence(ctx), EvidenceItem(f"{fw.name} installed", fw.version, fw_source(fw))]
         declared = spec_contains(fw.requires_python, py)
         if declared is False:
-            ev.append(EvidenceItem(f"{fw_label(fw)} Requires-Python (METADATA)", fw.requires_python, fw_source(fw)))
+            ev.append(EvidenceItem(f"{fw_label(fw)} Requires-Python (METADATA)", str(fw.requires_python), fw_source(fw)))
             severity = "error" if fw.name in _BINARY else "warning"
             alt = _supported_release(ctx, fw, py)
             msg = (f"{fw_label(fw)} declares Requires-Python {fw.requires_python}, which excludes this Python "
@@ -226,15 +226,16 @@ def framework_newer_than_data(ctx: Context, r: Rule) -> List[Finding]:
             continue
         v = parse_version(fw.version)
         newest = m.newest_known(name)
-        if v is None or parse_version(newest) is None:
+        top = parse_version(newest)
+        if v is None or top is None:
             continue
-        if Version(v.base_version) <= Version(newest):
+        if Version(v.base_version) <= top:
             continue
         table = _TABLE_OF[name]
-        src = m.sources.get(table, "matrices") if isinstance(getattr(m, "sources", None), dict) else "matrices"
-        collected = (getattr(m, "table_collected", {}) or {}).get(table) or m.collected
+        src = m.sources.get(table, "matrices")
+        collected = m.table_collected.get(table) or m.collected
         ev = [EvidenceItem(f"{name} installed", fw.version, fw_source(fw)),
-              EvidenceItem(f"newest {name} in envdoctor's data", newest, f"{src} (collected {collected})")]
+              EvidenceItem(f"newest {name} in envdoctor's data", str(top), f"{src} (collected {collected})")]
         pre = v.is_prerelease or v.is_devrelease
         known = _series_known(m, name, fw.version)
         if pre or known:
@@ -290,8 +291,9 @@ def data_old(ctx: Context, r: Rule) -> List[Finding]:
         return []
     ev = [EvidenceItem("compatibility data collected", str(m.collected), "matrices (oldest table date)"),
           EvidenceItem("snapshot created", ctx.snap.created or taken.date().isoformat(), "snapshot:created")]
-    olds = [f"{t} {d}" for t, d in sorted((getattr(m, "table_collected", {}) or {}).items())
-            if d and _parse_date(d) is not None and (taken - _parse_date(d)).days > DATA_MAX_AGE_DAYS]
+    dates = {t: _parse_date(d) for t, d in m.table_collected.items() if d}
+    olds = [f"{t} {m.table_collected[t]}" for t, day in sorted(dates.items())
+            if day is not None and (taken - day).days > DATA_MAX_AGE_DAYS]
     if olds:
         ev.append(EvidenceItem("tables older than the limit", ", ".join(olds), "matrices"))
     msg = (f"envdoctor's compatibility data was collected on {m.collected}, {age} days before this snapshot "

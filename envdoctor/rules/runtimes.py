@@ -219,7 +219,7 @@ def torch_onnx_exporter(ctx: Context, r: Rule) -> List[Finding]:
     rows = runtimes_rows("torch_onnx")
     packages = ctx.snap.python.packages
     intent = [n for n in packages if n in ("onnx", "onnxscript") or n.startswith("onnxruntime")]
-    if tv is None or not rows or not intent:
+    if torch is None or tv is None or not rows or not intent:
         return []
     row = rows[0]
     since, default_since = parse_version(str(row.get("since"))), parse_version(str(row.get("default_since")))

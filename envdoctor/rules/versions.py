@@ -38,9 +38,9 @@ def _contains(sp: Optional[SpecifierSet], version: Optional[str]) -> Optional[bo
     return sp.contains(v, prereleases=True)
 
 
-def _upper_bound(sp: SpecifierSet) -> Optional[Version]:
+def _upper_bound(sp: Optional[SpecifierSet]) -> Optional[Version]:
     best = None
-    for s in sp:
+    for s in sp or ():
         if s.operator in ("<=", "==", "===", "<") and "*" not in s.version:
             v = parse_version(s.version)
             if v is not None and (best is None or v < best):
@@ -241,7 +241,8 @@ def _companion_for(ctx, torch: Framework, name: str) -> Optional[str]:
 
 
 def _install_companion(ctx, torch: Framework, name: str, version: str) -> str:
-    label = "+" + torch_local(torch) if torch_local(torch) else ""
+    local = torch_local(torch)
+    label = "+" + local if local else ""
     cmd = f'$ pip install "{name}=={version}{label}"'
     m = ctx.matrices
     if label:
