@@ -8,6 +8,8 @@ from typing import Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
+from envdoctor.facts.pins import canonical_name
+
 from . import load as L
 from .tables import (
     AmdGpu,
@@ -376,7 +378,7 @@ class Matrices:
 
     def deprecated_distribution(self, name: str, version: Optional[str] = None) -> Optional[DeprecatedDistribution]:
         """The row saying distribution `name` at `version` (None: some release of it) installs no framework."""
-        norm = re.sub(r"[-_.]+", "-", str(name or "")).lower()
+        norm = canonical_name(name)
         for row in self.deprecated_distributions:
             if row.name == norm and row.covers(version):
                 return row
