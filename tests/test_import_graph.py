@@ -288,3 +288,13 @@ def test_function_level_imports_are_listed():
     print(f"{len(inner)} function-level imports inside envdoctor/:")
     print(_explain(inner))
     assert all(e.source.startswith("envdoctor") for e in inner)
+
+
+def test_facts_never_import_the_rules_package_at_module_level():
+    """Importing any envdoctor.rules.* module first runs envdoctor/rules/__init__.py, which imports every rule
+    module, which import envdoctor.facts: a facts module doing that at module level is a circular import at run time
+    (the rules package's dynamic imports are invisible to the cycle test)."""
+    _, edges, _ = _envdoctor()
+    bad = [e for e in edges if e.level == "module" and e.source.startswith("envdoctor.facts")
+           and e.target.startswith("envdoctor.rules")]
+    assert not bad, "envdoctor.facts imports envdoctor.rules at module level:\n" + _explain(bad)

@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
-from envdoctor.parsers import NUM, NUM_END, checked_text
 from envdoctor.facts.versions import major_minor as _series
+from envdoctor.parsers import NUM, NUM_END, checked_text
 
 _VERSION = rf"{NUM}(?:\.{NUM}){{1,3}}"
 _VERSION_RE = re.compile(rf"^{_VERSION}$", re.ASCII)

@@ -20,14 +20,14 @@ from typing import Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
-from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
-from envdoctor.facts.versions import parse_version
 from envdoctor.facts.builds import ArchInfo, CudaBuild, build_arch, cuda_builds
 from envdoctor.facts.driver import driver_facts, driver_runs
 from envdoctor.facts.gpus import gpu_label, kernel_for, newest_arch, variant_serves_cc, visible_gpus
 from envdoctor.facts.labels import row_source
 from envdoctor.facts.versions import major_minor as xy
+from envdoctor.facts.versions import parse_version
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 from envdoctor.rules.cuda_driver import (  # moved by the frameworks branch (frameworks/*.candidates)
     jax_choice,
     jax_command,

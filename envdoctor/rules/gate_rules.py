@@ -16,9 +16,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from packaging.version import Version
 
+from envdoctor.facts.labels import row_source
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
 from envdoctor.rules.context import Context
-from envdoctor.facts.labels import row_source
 
 PIP_REQ_FILE_DOC = "https://pip.pypa.io/en/stable/reference/requirements-file-format/"
 TORCH_PREVIOUS = "https://pytorch.org/get-started/previous-versions/"

@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import List, Optional, Tuple
 
 from envdoctor.facts.gpu_support import cudnn_cap_for_gpu, cudnn_supports_gpu, driver_supports_gpu
-from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
-from envdoctor.facts.labels import row_source
-from envdoctor.facts.versions import parse_version
 from envdoctor.facts.gpus import gpu_label, visible_gpus
 from envdoctor.facts.labels import driver_source
+from envdoctor.facts.labels import row_source
 from envdoctor.facts.pins import cudnn_wheel_major
+from envdoctor.facts.versions import parse_version
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 from envdoctor.snapshot import GPU
 
 _REFS = [

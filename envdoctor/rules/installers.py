@@ -1,9 +1,8 @@
 """ED660-ED661: conda and pip mixed in one environment."""
 from __future__ import annotations
 
-from typing import List
-
 import re
+from typing import List
 
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
 from envdoctor.rules.context import Context

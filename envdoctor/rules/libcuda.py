@@ -16,10 +16,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
+from envdoctor.facts.loader import DRIVER_CAUSE, is_mismatch, libcuda_resolution, under_wsl_lib, wsl2
+from envdoctor.facts.versions import parse_version
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
 from envdoctor.rules.context import Context
-from envdoctor.facts.versions import parse_version
-from envdoctor.facts.loader import DRIVER_CAUSE, is_mismatch, libcuda_resolution, under_wsl_lib, wsl2
 
 DATA = "matrices/forward_compat.toml"
 _REFS_FC = [

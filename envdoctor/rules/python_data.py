@@ -23,12 +23,12 @@ from typing import List, Optional
 
 from packaging.version import Version
 
-from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
-from envdoctor.facts.versions import parse_version
 from envdoctor.facts.labels import fw_label, fw_source, row_source
 from envdoctor.facts.pins import spec_contains
 from envdoctor.facts.platform import python_version
+from envdoctor.facts.versions import parse_version
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 
 DATA_MAX_AGE_DAYS = 180
 

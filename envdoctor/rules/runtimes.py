@@ -7,12 +7,12 @@ from typing import List, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from envdoctor.facts.builds import cuda_builds
+from envdoctor.facts.driver import driver_facts, driver_runs
+from envdoctor.facts.versions import parse_version
 from envdoctor.rules._runtime_data import runtimes_rows
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
 from envdoctor.rules.context import Context
-from envdoctor.facts.versions import parse_version
-from envdoctor.facts.builds import cuda_builds
-from envdoctor.facts.driver import driver_facts, driver_runs
 
 DATA = "matrices/runtimes.toml"
 ORT_GPU_FIX = "$ pip uninstall -y onnxruntime onnxruntime-gpu && pip install onnxruntime-gpu"
