@@ -165,3 +165,18 @@ def test_check_offers_no_torch_wheel_the_platform_has_none_of(tmp_path, system, 
     odd = _ed100(_old_driver_snapshot(tmp_path, system, arch))
     assert not any("--index-url" in line for line in odd["fix"]), odd["fix"]
     assert any(line.startswith("Upgrade the NVIDIA driver") for line in odd["fix"])
+
+
+def test_check_names_the_user_space_release_a_disagreement_states(tmp_path):
+    """The nvidia probe's disagreement "NVML says 550.54.15 but /proc/driver/nvidia/version says 565.57.01" (its
+    format: tests/test_probe_nvidia.py) names the user-space release; rules.machine read only nvidia-smi's "NVML
+    library version:" message, fleet read both: one helper (facts.loader.userspace_driver) now serves both."""
+    snap = machine(driver=None, gpus=[], state="version_mismatch")
+    snap.driver.kernel_module_version = "565.57.01"
+    snap.driver.disagreements = ["NVML says 550.54.15 but /proc/driver/nvidia/version says 565.57.01"]
+    path = tmp_path / "mismatch.json"
+    path.write_text(snap.to_json())
+    proc = run("check", "--snapshot", str(path), "--format", "json", "--only", "ED013")
+    assert proc.returncode in (0, 1), proc.stderr
+    [f] = [f for f in json.loads(proc.stdout)["findings"] if f["id"] == "ED013"]
+    assert "kernel module 565.57.01 is loaded, but the user-space driver libraries are 550.54.15" in f["message"]

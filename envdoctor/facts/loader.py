@@ -3,16 +3,21 @@
 Owns: `DRIVER_CAUSE` (the cause key every "the NVIDIA driver cannot be used" finding shares, so check folds
 them and onboard stops on them), `wsl2`, `under_wsl_lib` (a path the Windows driver maps into WSL 2),
 `libcuda_resolution` (libcuda.so.1 candidates in the loader's order), `driver_messages` and `is_mismatch`
-(a "Driver/library version mismatch" in any layer).
+(a "Driver/library version mismatch" in any layer) and `userspace_driver` (the release of the user-space libraries,
+where a layer told it).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List
+import re
+from typing import TYPE_CHECKING, List, Optional
 
 if TYPE_CHECKING:
     from envdoctor.snapshot import Library, Snapshot
 
-__all__ = ["DRIVER_CAUSE", "MISMATCH_TEXT", "driver_messages", "is_mismatch", "libcuda_resolution", "under_wsl_lib", "wsl2"]
+__all__ = [
+    "DRIVER_CAUSE", "MISMATCH_TEXT", "driver_messages", "is_mismatch", "libcuda_resolution", "under_wsl_lib",
+    "userspace_driver", "wsl2",
+]
 
 DRIVER_CAUSE = "nvidia-driver-unusable"  # shared by every "the driver cannot be used" finding
 MISMATCH_TEXT = "driver/library version mismatch"
@@ -49,3 +54,25 @@ def is_mismatch(snap: "Snapshot") -> bool:
     d = snap.driver
     return (d.state == "version_mismatch" or d.nvml == "mismatch" or d.nvidia_smi == "mismatch"
             or bool(driver_messages(snap, MISMATCH_TEXT)))
+
+
+# "nvidia-smi's NVML library says 580.178" / "NVML says 550.107.02" (the probe's disagreements) and
+# "NVML library version: 550.107" (nvidia-smi's own mismatch message): the user-space side of a mismatch
+_USERSPACE_RES = (re.compile(r"(?:NVML library|NVML) says (\d+\.\d+(?:\.\d+)?)"),
+                  re.compile(r"NVML library version:\s*(\d+\.\d+(?:\.\d+)?)"))
+
+
+def userspace_driver(snap: "Snapshot") -> Optional[str]:
+    """The user-space driver release (libnvidia-ml): the first release a layer's message or disagreement names
+    that is not the kernel module's; else the driver version NVML / nvidia-smi (the user-space side) reported, or
+    one that differs from the kernel module's; None when nothing tells."""
+    d = snap.driver
+    kernel = d.kernel_module_version
+    for text in list(d.disagreements) + list(d.messages):
+        for pattern in _USERSPACE_RES:
+            m = pattern.search(text)
+            if m and m.group(1) != kernel:
+                return m.group(1)
+    if d.version and (d.source in ("nvml", "nvidia-smi") or (kernel and d.version != kernel)):
+        return d.version
+    return None

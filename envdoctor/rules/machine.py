@@ -20,6 +20,7 @@ from envdoctor.facts.loader import (
     is_mismatch,
     libcuda_resolution,
     under_wsl_lib,
+    userspace_driver,
     wsl2,
 )
 from envdoctor.facts.platform import package_family
@@ -27,9 +28,6 @@ from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
 from envdoctor.rules.context import Context
 
 VISIBLE_CAUSE = "cuda-visible-devices"
-
-
-_NVML_LIB_RE = re.compile(r"NVML library version:\s*([0-9][0-9.]*[0-9])")
 
 
 # -- shared helpers -----------------------------------------------------------------------------
@@ -311,14 +309,9 @@ def driver_library_mismatch(ctx: Context, r: Rule) -> List[Finding]:
         return []
     d = snap.driver
     kernel = d.kernel_module_version
-    library = None
-    for m in d.messages:
-        mm = _NVML_LIB_RE.search(m)
-        if mm:
-            library = mm.group(1)
-            break
-    if library is None and d.version and kernel and d.version != kernel:
-        library = d.version
+    library = userspace_driver(snap)
+    if library == kernel:
+        library = None  # the kernel module's own release: the other side is not known
     if kernel and library:
         which = f"NVIDIA kernel module {kernel} is loaded, but the user-space driver libraries are {library}"
     elif kernel:
