@@ -9,7 +9,7 @@ Pure: no I/O, no envdoctor imports.
 from __future__ import annotations
 
 import re
-from typing import Optional, Tuple, Union
+from typing import Optional, Tuple, Union, overload
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -47,6 +47,12 @@ def local_label(value: object) -> Optional[str]:
     return v.local if v is not None and v.local else None
 
 
+@overload
+def major_minor_version(value: Version) -> Version: ...
+@overload
+def major_minor_version(value: object) -> Optional[Version]: ...
+
+
 def major_minor_version(value: object) -> Optional[Version]:
     """``Version("12.4")`` for "12.4.1" / "12.4" / "12.4+local"; ``Version("12.0")`` for "12"; None if unparsable."""
     v = parse_version(value)
@@ -54,6 +60,12 @@ def major_minor_version(value: object) -> Optional[Version]:
         return None
     rel = v.release + (0,)
     return Version(f"{rel[0]}.{rel[1]}")
+
+
+@overload
+def major_minor(value: Version) -> str: ...
+@overload
+def major_minor(value: object) -> Optional[str]: ...
 
 
 def major_minor(value: object) -> Optional[str]:
