@@ -95,8 +95,8 @@ def edges_of(root: Path, path: Path, modules: Set[str]) -> List[Edge]:
             for child in node.orelse:
                 visit(child, level)
             return
-        for sub in ast.iter_child_nodes(node):
-            visit(sub, level)
+        for inner in ast.iter_child_nodes(node):
+            visit(inner, level)
 
     visit(ast.parse(path.read_text(encoding="utf-8"), str(path)), "module")
     return out
