@@ -5,7 +5,7 @@ Owns: `fw_label` ("torch 2.1.0+cu121"), `fw_source` (where the probe read a fram
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from envdoctor.snapshot import Framework, Snapshot

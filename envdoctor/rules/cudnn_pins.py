@@ -16,28 +16,16 @@ versions, labels); the pin-overlap helpers at the top serve this module only.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from envdoctor.facts.labels import fw_label, row_src
 from envdoctor.facts.labels import fw_source as fw_src
-from envdoctor.facts.pins import (  # noqa: F401 - packages, parse_pins: envdoctor.facts.libraries reads them here
-    Pin,
-    cudnn_wheel_major,
-    in_effect,
-    is_cudnn_wheel,
-    jax_plugin,
-    norm,
-    packages,
-    parse_pins,
-    satisfies,
-    spec,
-)
-from envdoctor.facts.platform import driver_os, platform_key
+from envdoctor.facts.pins import Pin, is_cudnn_wheel, jax_plugin, norm, packages, parse_pins, spec
+from envdoctor.facts.platform import platform_key
 from envdoctor.facts.versions import lower_bound, parse_version, public
 from envdoctor.rules.base import EvidenceItem, rule
 from envdoctor.snapshot import Cudnn, Framework, Snapshot
@@ -192,6 +180,8 @@ def cudnn_needs(ctx) -> List[CudnnNeed]:
                 out.append(CudnnNeed(fw, rel_v.major, rel_v, None, False, row_src(ctx, rel), f"cuDNN {rel.cudnn}"))
             continue
         if fw.name == "jaxlib":
+            if any(jax_plugin(o) is not None and o.build == "cuda" for o in ctx.frameworks):
+                continue  # jax loads the CUDA plugin (its pins speak); jaxlib's +cudnnNN label stays evidence
             v = parse_version(fw.cudnn_version)
             if v is not None:
                 out.append(CudnnNeed(fw, v.major, v, None, True, fw_src(fw), f"cuDNN >= {fw.cudnn_version}"))
@@ -263,12 +253,20 @@ at start-up: "Loaded runtime CuDNN library: 8.5.0 but source was compiled with: 
 needs to have matching major version and equal or higher minor version" (an error: the framework does
 not start its GPU path). Pip builds name the cuDNN
 they need in their Requires-Dist pins (nvidia-cudnn-cu12==9.1.0.70); TensorFlow without [and-cuda]
-and jax's *_local installs need a system cuDNN of the right major on the loader path.
+and jax's *_local installs need a system cuDNN of the right major on the loader path. Which copy a build
+gets is what envdoctor's library resolver (envdoctor.facts.libraries) says, in the loader's order:
+LD_PRELOAD, LD_LIBRARY_PATH, the build's own wheel or torch/lib bundle (RUNPATH), the conda env, the
+ldconfig cache and system dirs; the first copy of the right soname is judged, not the newest one on the
+machine ("Is there an older CuDNN somewhere on your system?"). A pin behind an extra that was not
+installed (plain tensorflow, not [and-cuda]) is not a requirement; with a jax CUDA plugin installed the
+plugin's cuDNN need is judged and jaxlib's own +cudnnNN label stays evidence.
 """,
     example="jaxlib 0.4.7+cuda11.cudnn86 with only libcudnn.so.8.5.0 on the machine: `ED300 error`, "
             "'jaxlib 0.4.7+cuda11.cudnn86 needs cuDNN >= 8.6; the newest cuDNN 8 found is 8.5.0'.",
     references=[
         "https://github.com/jax-ml/jax/issues/15268",
+        "https://github.com/jax-ml/jax/issues/22416",
+        "https://github.com/rdyro/torch2jax/issues/29",
         "https://github.com/jax-ml/jax/issues/6517",
         "https://github.com/tensorflow/tensorflow/issues/60913",
         "https://github.com/jax-ml/jax/issues/29315",
@@ -278,6 +276,8 @@ and jax's *_local installs need a system cuDNN of the right major on the loader 
     ],
 )
 def cudnn_missing_or_wrong(ctx, r):
+    from envdoctor.facts.libraries import loaded
+
     snap = ctx.snap
     pkgs = packages(snap)
     findings = []
@@ -329,6 +329,19 @@ def cudnn_missing_or_wrong(ctx, r):
             continue  # the installed packages are unknown: nothing to judge
         # pins behind an extra (not installed) or no pin at all: the build looks for a system cuDNN
         if not ctx.has_nvidia_gpu or ctx.os != "linux" or not libs_known or need.major is None:
+            continue
+        lib = loaded(ctx, fw, "cudnn")
+        lib_v = parse_version(lib.version) if lib is not None else None
+        if lib is not None and lib_v is not None and lib.major == need.major and len(lib_v.release) >= 2 \
+                and lib.where in ("LD_PRELOAD", "LD_LIBRARY_PATH", "binaries", "wheel"):
+            # the copy the loader takes (envdoctor.facts.libraries): one on the path comes before any wheel or system
+            # cuDNN; a wheel is found through the build's RUNPATH whoever installed it (tensorflow/tensorflow#59825)
+            wheel = lib.package.split()[0] if lib.where == "wheel" and lib.package else None
+            where = f"{lib.package} wheel" if wheel else f"{lib.path}, first on {lib.where}"
+            f = _judge_version(ctx, r, need, lib.version or "", where,
+                               "python.packages" if wheel else lib.version_source, base_ev, fix_wheel=wheel)
+            if f is not None:
+                findings.append(f)
             continue
         if need.wheels_count and pin is None:
             wheel = next(((n, v) for n, v in other_wheels.items()
@@ -420,7 +433,12 @@ def _judge_system(ctx, r, need: CudnnNeed, base_ev, other_wheels: Dict[str, str]
                      f'$ pip install "nvidia-cudnn-cu{fw_cuda}{lo}<{need.major + 1}"'])
         same = [c for c, _ in fitting]
     if same:
-        newest = max(same, key=lambda c: parse_version(c.version))
+        # the copy the loader picks (envdoctor.facts.libraries), else the newest of that major
+        from envdoctor.facts.libraries import loaded
+
+        lib = loaded(ctx, fw, "cudnn")
+        picked = [c for c in same if lib is not None and c.path == lib.path]
+        newest = picked[0] if picked else max(same, key=lambda c: parse_version(c.version))
         return _judge_version(ctx, r, need, newest.version, f"{newest.path}", _cudnn_src(newest), base_ev)
     cuda_major = _cuda_major(fw) or need.major
     wheel_name = f"nvidia-cudnn-cu{cuda_major}"
@@ -587,7 +605,7 @@ def _violation_severity(installed: Version, pin: Pin) -> str:
 
 
 def pin_clashes(ctx) -> List[Clash]:
-    from envdoctor.facts.libraries import extras_in_effect
+    from envdoctor.facts.libraries import pins_in_effect
 
     snap = ctx.snap
     pkgs = packages(snap)
@@ -596,9 +614,9 @@ def pin_clashes(ctx) -> List[Clash]:
         fam = _family(fw)
         if fam is None:
             continue
-        extras = extras_in_effect(fw, snap, ctx.frameworks)
-        pins = [p for p in parse_pins(fw, snap) if (p.name.startswith("nvidia-") or p.name.startswith("cuda-"))
-                and in_effect(p, pkgs, extras) and str(p.specifier)]
+        # the pins the library resolver holds in effect (an extra that was not installed pins nothing)
+        pins = [p for p in pins_in_effect(fw, snap, ctx.frameworks)
+                if (p.name.startswith("nvidia-") or p.name.startswith("cuda-")) and str(p.specifier)]
         by_family.setdefault(fam, []).extend(pins)
     out: List[Clash] = []
     fams = [f for f in _FAMILY_ORDER if f in by_family]
@@ -705,11 +723,9 @@ def _agree(pins_a: Dict[str, SpecifierSet], pins_b: Dict[str, SpecifierSet], pac
 
 
 def _current_pins(ctx, fw: Framework) -> Dict[str, SpecifierSet]:
-    from envdoctor.facts.libraries import extras_in_effect
+    from envdoctor.facts.libraries import pins_in_effect
 
-    pk = packages(ctx.snap)
-    extras = extras_in_effect(fw, ctx.snap, ctx.frameworks)
-    return {p.name: p.specifier for p in parse_pins(fw, ctx.snap) if in_effect(p, pk, extras) and str(p.specifier)}
+    return {p.name: p.specifier for p in pins_in_effect(fw, ctx.snap, ctx.frameworks) if str(p.specifier)}
 
 
 def _family_of_pin(pin: Pin) -> str:
@@ -784,7 +800,9 @@ whichever the last install asked for, and the other framework then loads a libra
 for. An older cuDNN minor or another major than a build's pin is refused at start-up ("Loaded runtime
 CuDNN library: 9.5.1 but source was compiled with: 9.8.0"); a newer one within the major usually works
 but `pip check` reports the broken pin. Either pick releases whose pins agree or use one environment
-per framework.
+per framework. Only pins in effect count (envdoctor.facts.libraries): unconditional ones, and those
+behind an extra that was installed; a pin under tensorflow's `and-cuda` extra on a plain tensorflow
+install names no wheel TensorFlow loads.
 """,
     example="torch 2.4.1 (nvidia-cudnn-cu12==9.1.0.70) and tensorflow[and-cuda] 2.15.1 "
             "(nvidia-cudnn-cu12==8.9.4.25) in one venv with 9.1.0.70 installed: `ED320 error`.",
