@@ -108,7 +108,7 @@ def is_rule_module(path: Path) -> bool:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for deco in node.decorator_list:
                 fn = deco.func if isinstance(deco, ast.Call) else deco
-                if (isinstance(fn, ast.Name) and fn.id == "rule") or (isinstance(fn, ast.Attribute) and fn.attr == "rule"):
+                if getattr(fn, "id", None) == "rule" or getattr(fn, "attr", None) == "rule":
                     return True
     return False
 

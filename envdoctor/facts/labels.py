@@ -1,7 +1,8 @@
 """How findings name things and cite where a fact was read.
 
 Owns: `fw_label` ("torch 2.1.0+cu121"), `fw_source` (where the probe read a framework), `fw_build_source`
-(where its build's own facts were read), `driver_source` (where the driver's facts were read), and `row_source` / `row_src` (the source a matrix row cites).
+(where its build's own facts were read), `driver_source` (where the driver's facts were read), and
+`row_source` / `row_src` (the source a matrix row cites).
 """
 from __future__ import annotations
 

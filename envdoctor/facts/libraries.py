@@ -323,7 +323,7 @@ def _system(snap: Snapshot, fam: Family, major: int) -> Optional[Tuple[str, Opti
         if lib.name == fam.lib and lib.via == "ldconfig" and _serves(fam, lib.version, major):
             found.append((lib.path, lib.version, "loader:ldconfig"))
     if fam.key == "cudnn":
-        from envdoctor.rules.cudnn_pins import reachable
+        from envdoctor.facts.loader import reachable
 
         for c in snap.cudnn:
             if c.kind == "library" and _major(c.version) == major and reachable(snap, c) \

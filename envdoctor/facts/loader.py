@@ -3,7 +3,8 @@
 Owns: `DRIVER_CAUSE` (the cause key every "the NVIDIA driver cannot be used" finding shares, so check folds
 them and onboard stops on them), `wsl2`, `under_wsl_lib` (a path the Windows driver maps into WSL 2),
 `libcuda_resolution` (libcuda.so.1 candidates in the loader's order), `driver_messages` and `is_mismatch`
-(a "Driver/library version mismatch" in any layer) and `userspace_driver` (the release of the user-space libraries,
+(a "Driver/library version mismatch" in any layer), `reachable` (would the loader find a cuDNN library by
+name) and `userspace_driver` (the release of the user-space libraries,
 where a layer told it).
 """
 from __future__ import annotations
@@ -12,11 +13,11 @@ import re
 from typing import TYPE_CHECKING, List, Optional
 
 if TYPE_CHECKING:
-    from envdoctor.snapshot import Library, Snapshot
+    from envdoctor.snapshot import Cudnn, Library, Snapshot
 
 __all__ = [
-    "DRIVER_CAUSE", "MISMATCH_TEXT", "driver_messages", "is_mismatch", "libcuda_resolution", "under_wsl_lib",
-    "userspace_driver", "wsl2",
+    "DRIVER_CAUSE", "MISMATCH_TEXT", "driver_messages", "is_mismatch", "libcuda_resolution", "reachable",
+    "under_wsl_lib", "userspace_driver", "wsl2",
 ]
 
 DRIVER_CAUSE = "nvidia-driver-unusable"  # shared by every "the driver cannot be used" finding
@@ -76,3 +77,28 @@ def userspace_driver(snap: "Snapshot") -> Optional[str]:
     if d.version and (d.source in ("nvml", "nvidia-smi") or (kernel and d.version != kernel)):
         return d.version
     return None
+
+
+_TRUSTED_DIRS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+                 "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib/sbsa-linux",
+                 "/usr/lib/powerpc64le-linux-gnu")
+
+
+def reachable(snap: "Snapshot", c: "Cudnn") -> bool:
+    """Would the dynamic loader find this library by name: LD_LIBRARY_PATH, the ldconfig cache, a trusted dir,
+    or the conda env's lib directory of a conda interpreter?"""
+    if c.kind == "wheel":
+        return True
+    if c.kind != "library" or not c.path:
+        return False
+    for e in c.evidence:
+        if e.source.startswith("env:LD_LIBRARY_PATH") or e.source.startswith("cmd:ldconfig"):
+            return True
+    d = c.path.rsplit("/", 1)[0] if "/" in c.path else ""
+    if d in _TRUSTED_DIRS or d in (snap.loader.ld_library_path or []):
+        return True
+    for lib in snap.loader.libraries:
+        if lib.name == "libcudnn" and (lib.path == c.path or lib.path.rsplit("/", 1)[0] == d):
+            return True
+    prefix = snap.python.prefix or ""
+    return bool(snap.python.kind == "conda" and prefix and d == prefix.rstrip("/") + "/lib")

@@ -113,7 +113,11 @@ def python_version(source: Source) -> Optional[Version]:
     return Version(full) if full else None
 
 
-_SYS = {"linux": ("linux", "Linux", "posix"), "windows": ("win32", "Windows", "nt"), "macos": ("darwin", "Darwin", "posix")}
+_SYS = {  # sys.platform, platform.system(), os.name
+    "linux": ("linux", "Linux", "posix"),
+    "windows": ("win32", "Windows", "nt"),
+    "macos": ("darwin", "Darwin", "posix"),
+}
 
 
 def marker_env_for(system: Optional[str], machine: Optional[str], python: object,

@@ -3,7 +3,8 @@
 Owns: `parse_version` (a version-like string -> packaging Version, or None), `major_minor` /
 `major_minor_version` (the X.Y series of a version: "12.4.1" -> "12.4", "12" -> "12.0"), `normalize_cc` /
 `cc_tuple` (a compute capability from "8.6", "86", "sm_86", "compute_90a", (8, 6)), `public` / `local_label` (a
-version without / only its local label), and `lower_bound` (the floor a specifier sets). Everything else (matrices, rules, lock, gate, parsers) imports these.
+version without / only its local label), and `lower_bound` (the floor a specifier sets). Everything else
+(matrices, rules, lock, gate, parsers) imports these.
 Pure: no I/O, no envdoctor imports.
 """
 from __future__ import annotations

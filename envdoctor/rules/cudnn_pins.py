@@ -24,6 +24,7 @@ from packaging.version import Version
 
 from envdoctor.facts.labels import fw_label, row_src
 from envdoctor.facts.labels import fw_source as fw_src
+from envdoctor.facts.loader import reachable
 from envdoctor.facts.pins import Pin, is_cudnn_wheel, jax_plugin, norm, packages, parse_pins, spec
 from envdoctor.facts.platform import platform_key
 from envdoctor.facts.versions import lower_bound, parse_version, public
@@ -202,29 +203,8 @@ def _libraries(snap: Snapshot) -> List[Cudnn]:
     return [c for c in snap.cudnn if c.kind == "library" and parse_version(c.version) is not None]
 
 
-_TRUSTED_DIRS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
-                 "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib/sbsa-linux",
-                 "/usr/lib/powerpc64le-linux-gnu")
 
 
-def reachable(snap: Snapshot, c: Cudnn) -> bool:
-    """Would the dynamic loader find this library by name: LD_LIBRARY_PATH, the ldconfig cache, a trusted dir,
-    or the conda env's lib directory of a conda interpreter?"""
-    if c.kind == "wheel":
-        return True
-    if c.kind != "library" or not c.path:
-        return False
-    for e in c.evidence:
-        if e.source.startswith("env:LD_LIBRARY_PATH") or e.source.startswith("cmd:ldconfig"):
-            return True
-    d = c.path.rsplit("/", 1)[0] if "/" in c.path else ""
-    if d in _TRUSTED_DIRS or d in (snap.loader.ld_library_path or []):
-        return True
-    for lib in snap.loader.libraries:
-        if lib.name == "libcudnn" and (lib.path == c.path or lib.path.rsplit("/", 1)[0] == d):
-            return True
-    prefix = snap.python.prefix or ""
-    return bool(snap.python.kind == "conda" and prefix and d == prefix.rstrip("/") + "/lib")
 
 
 def _cudnn_src(c: Cudnn) -> str:
@@ -848,4 +828,4 @@ def nvidia_pin_clash(ctx, r):
     return findings
 
 
-__all__ = ["CudnnNeed", "cudnn_needs", "overlap", "pin_clashes", "probe_failed", "reachable"]
+__all__ = ["CudnnNeed", "cudnn_needs", "overlap", "pin_clashes", "probe_failed"]
