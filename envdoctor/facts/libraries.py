@@ -39,11 +39,11 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from envdoctor.knowledge.tables import parse_version
+from envdoctor.facts.versions import parse_version
 from envdoctor.snapshot import Framework, Library, Snapshot
 
 if TYPE_CHECKING:  # pragma: no cover
-    from envdoctor.rules.cudnn_pins import Pin
+    from envdoctor.facts.pins import Pin
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ def extra_in_effect(pins: Iterable, extra: str, pkgs: Dict[str, str], others: It
 
 def extras_in_effect(fw: Framework, snap: Snapshot, frameworks: Sequence[Framework]) -> Dict[str, Optional[bool]]:
     """{extra: installed?} for every extra the framework's Requires-Dist names here."""
-    from envdoctor.rules.cudnn_pins import packages, parse_pins
+    from envdoctor.facts.pins import packages, parse_pins
 
     pkgs = packages(snap)
     pins = parse_pins(fw, snap)
@@ -144,7 +144,7 @@ def extras_in_effect(fw: Framework, snap: Snapshot, frameworks: Sequence[Framewo
 def pins_in_effect(fw: Framework, snap: Snapshot, frameworks: Sequence[Framework]) -> List["Pin"]:
     """The framework's Requires-Dist pins that hold here: unconditional ones, and those behind an extra that was
     installed (or, when nothing tells, whose package is installed)."""
-    from envdoctor.rules.cudnn_pins import in_effect, packages, parse_pins
+    from envdoctor.facts.pins import in_effect, packages, parse_pins
 
     pkgs = packages(snap)
     extras = extras_in_effect(fw, snap, frameworks)
@@ -153,7 +153,7 @@ def pins_in_effect(fw: Framework, snap: Snapshot, frameworks: Sequence[Framework
 
 def wheel_family(name: str) -> Optional[Family]:
     """The family of an nvidia-* wheel name (nvidia-cudnn-cu12 -> cudnn), None for other names."""
-    from envdoctor.rules.cudnn_pins import norm
+    from envdoctor.facts.pins import norm
 
     n = norm(name)
     base = n.rsplit("-cu", 1)[0] if "-cu" in n and n.rsplit("-cu", 1)[1].isdigit() else n
@@ -202,7 +202,7 @@ def site_packages(fw: Framework) -> Optional[str]:
 
 
 def _requires_wheels(fw: Framework) -> bool:
-    from envdoctor.rules.requires import requirement
+    from envdoctor.facts.pins import requirement
 
     reqs = [requirement(str(line)) for line in fw.requires]
     return any(r is not None and wheel_family(r.name) is not None for r in reqs)
@@ -239,7 +239,7 @@ def finds_wheels(fw: Framework, snap: Snapshot) -> bool:
     nvidia-* wheels (under any extra: tensorflow's and-cuda pins exist whether the extra was installed or not) are
     linked with the whole set of those dirs (pytorch/builder's CUDA_RPATHS); so are jaxlib's +cudaNN builds (the
     same wheel serves jax[cudaNN_pip]). A torch wheel that bundles its libraries carries $ORIGIN only."""
-    from envdoctor.rules.cudnn_pins import parse_pins
+    from envdoctor.facts.pins import parse_pins
 
     if fw.name == "jaxlib" and fw.build == "cuda":
         return True
@@ -270,7 +270,7 @@ def _wanted_major(fw: Framework, fam: Family, bundle: Optional[LoadedLibrary], p
     if bundle is not None and bundle.major is not None:
         return bundle.major
     if pin is not None:
-        from envdoctor.rules.cudnn_pins import lower_bound
+        from envdoctor.facts.versions import lower_bound
 
         lb = lower_bound(pin.specifier)
         if lb is not None:
@@ -323,7 +323,7 @@ def _system(snap: Snapshot, fam: Family, major: int) -> Optional[Tuple[str, Opti
         if lib.name == fam.lib and lib.via == "ldconfig" and _serves(fam, lib.version, major):
             found.append((lib.path, lib.version, "loader:ldconfig"))
     if fam.key == "cudnn":
-        from envdoctor.rules.cudnn_pins import reachable
+        from envdoctor.facts.loader import reachable
 
         for c in snap.cudnn:
             if c.kind == "library" and _major(c.version) == major and reachable(snap, c) \
@@ -357,7 +357,7 @@ def _judge_pin(lib: LoadedLibrary) -> None:
 def loaded(ctx_or_snap: Any, fw: Framework, family: str) -> Optional[LoadedLibrary]:
     """The copy of `family` (a key of FAMILIES) that `fw` loads on this Linux machine; None when nothing tells which
     major it asks for, or the machine is not Linux (Windows loads DLLs by its own search order)."""
-    from envdoctor.rules.cudnn_pins import packages
+    from envdoctor.facts.pins import packages
 
     fam = FAMILIES[family]
     snap, matrices, frameworks = _ctx_parts(ctx_or_snap)

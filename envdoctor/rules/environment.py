@@ -17,11 +17,11 @@ from typing import Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
-from envdoctor.rules.requires import canonical_name as canonicalize_name
-from envdoctor.rules.requires import requirement
-from envdoctor.rules.base import EvidenceItem, rule
 from envdoctor.facts.libraries import site_packages
-from envdoctor.rules.context import major_minor, parse_version
+from envdoctor.facts.pins import canonical_name, requirement
+from envdoctor.facts.versions import major_minor, parse_version
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 
 # nvidia-* wheel (without its -cuNN suffix) -> (family, library name prefixes it ships)
 _WHEEL_FAMILIES = {
@@ -38,7 +38,7 @@ _WHEEL_FAMILIES = {
 }
 _WHEEL_RE = re.compile(r"^(nvidia-[a-z-]+?)(?:-cu(\d+))?$")
 def _wheel_family(dist: str) -> Optional[Tuple[str, Tuple[str, ...]]]:
-    m = _WHEEL_RE.match(canonicalize_name(dist))
+    m = _WHEEL_RE.match(canonical_name(dist))
     if not m:
         return None
     return _WHEEL_FAMILIES.get(m.group(1))
@@ -49,7 +49,7 @@ def _required_dists(fw) -> List[str]:
     for line in fw.requires:
         req = requirement(line)
         if req is not None:
-            out.append(canonicalize_name(req.name))
+            out.append(canonical_name(req.name))
     return out
 
 
@@ -137,7 +137,7 @@ another major version has another soname and is not used by that framework.
         "https://github.com/bmaltais/kohya_ss/issues/1096",
     ],
 )
-def ld_path_shadows_wheel_libs(ctx, r):
+def ld_path_shadows_wheel_libs(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     if ctx.os != "linux" or not snap.loader.libraries:
         return []
@@ -272,7 +272,7 @@ def _matching(snap, want: str, exclude) -> list:
 
 def _uses_system_cuda(ctx, fw) -> bool:
     """No CUDA runtime/cuDNN wheel among what the framework requires and has installed: it loads the system's."""
-    pk = {canonicalize_name(k) for k in ctx.snap.python.packages}
+    pk = {canonical_name(k) for k in ctx.snap.python.packages}
     for dist in _required_dists(fw):
         fam = _wheel_family(dist)
         if fam and fam[0] in ("CUDA runtime", "cuDNN", "cuBLAS") and dist in pk:
@@ -300,7 +300,7 @@ mismatches; frameworks that bring their CUDA libraries as wheels only need it fo
         "https://www.tensorflow.org/install/source#gpu",
     ],
 )
-def default_toolkit_not_frameworks(ctx, r):
+def default_toolkit_not_frameworks(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     if len(snap.toolkits) < 2:
         return []
@@ -368,7 +368,7 @@ not affected.
         "https://pytorch.org/docs/stable/cpp_extension.html",
     ],
 )
-def nvcc_torch_cuda_mismatch(ctx, r):
+def nvcc_torch_cuda_mismatch(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     fw = ctx.framework("torch")
     if fw is None or fw.build != "cuda" or not fw.cuda_version:
