@@ -236,8 +236,8 @@ def _torch(m, client: IndexClient, date: str) -> TableUpdate:
             up.added.append(f"torch {v} (patch of the known {sv} release; default build {vname})")
             continue
         if sv in new_series:
-            series = new_series[sv]
-            series["patches"] = sorted(set(series["patches"]) | {str(v)}, key=Version)
+            known_row = new_series[sv]
+            known_row["patches"] = sorted(set(known_row["patches"]) | {str(v)}, key=Version)
             up.added.append(f"torch {v} (patch of the new {sv} release)")
             continue
         prev_rel = releases[-1] if releases else None
