@@ -547,11 +547,12 @@ def _offline_honesty(plan, unit: InputUnit, selected: Sequence[Tuple[str, str]])
     seen = {loc for loc, _ in plan.not_judged}
     for r in _requirements_for(unit, selected):
         row = indirect_row(r.name)
-        if row is None or str(r.loc) in seen:
+        if row is None or str(r.loc) in seen or plan.indirect.get(str(r.loc)) == "":  # "": judged from the data
             continue
         if plan.target.marker(r.marker) is False:
             continue
-        plan.not_judged.append((str(r.loc), f"{r.raw}: not resolved offline: {row.get('why', '')}; the "
+        gap = f" ({plan.indirect[str(r.loc)]})" if plan.indirect.get(str(r.loc)) else ""
+        plan.not_judged.append((str(r.loc), f"{r.raw}: not resolved offline: {row.get('why', '')}{gap}; the "
                                             f"{row.get('constrains', 'framework')} it allows is not judged "
                                             f"(run gate with an index reachable)"))
         seen.add(str(r.loc))
