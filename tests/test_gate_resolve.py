@@ -176,3 +176,61 @@ def test_a_vcs_reference_says_what_building_it_needs(tmp_path):
     vcs = [x for x in nj if x["location"].endswith(":3")]
     assert vcs and "VCS checkout" in vcs[0]["why"] and "compiler" in vcs[0]["why"]
     assert {x["location"].rsplit(":", 1)[1] for x in nj} == {"3", "29", "34", "39"}  # clip @ git+, torchdata, triton, xformers
+
+
+# --------------------------------------------------------------------------- index options: the file's and pip's
+
+
+def _split_files():
+    """(the default index's files: everything but xformers, xformers' wheels) -- an install of xformers resolves only
+    where the second place is given to the resolver."""
+    files = served_files()
+    return ({k: v for k, v in files.items() if not k.startswith("xformers-")},
+            {k: v for k, v in files.items() if k.startswith("xformers-")})
+
+
+def _torch_of(data):
+    return [p["version"] for p in data["inputs"][0]["packages"] if p["name"] == "torch"]
+
+
+@pytest.mark.parametrize("resolver", RESOLVERS)
+def test_the_files_extra_index_url_is_given_to_the_resolver(tmp_path, resolver):
+    main_files, xformers = _split_files()
+    with FakeIndex(main_files, serve_wheels=True) as default, FakeIndex(xformers, serve_wheels=True) as extra:
+        code, data = gate(tmp_path, resolver, default.url, f"--extra-index-url {extra.url}\nxformers==0.0.20\n",
+                          *PASCAL_470)
+        assert any("xformers" in p for p, _ in extra.requests)
+    assert data["inputs"][0]["resolver"].startswith(resolver), data["inputs"][0]["resolver"]
+    assert code == 0 and _torch_of(data) == ["2.0.1"]
+
+
+@pytest.mark.parametrize("resolver", RESOLVERS)
+def test_pips_configured_extra_index_is_given_to_the_resolver(tmp_path, resolver, monkeypatch):
+    main_files, xformers = _split_files()
+    with FakeIndex(main_files, serve_wheels=True) as default, FakeIndex(xformers, serve_wheels=True) as extra:
+        conf = tmp_path / "pip.conf"
+        conf.write_text(f"[global]\nindex-url = {default.url}\nextra-index-url = {extra.url}\n")
+        req = tmp_path / "requirements.txt"
+        req.write_text("xformers==0.0.20\n")
+        env = {"ENVDOCTOR_GATE_RESOLVER": resolver, "PIP_CONFIG_FILE": str(conf), "PIP_INDEX_URL": "",
+               "PIP_EXTRA_INDEX_URL": "", "PIP_FIND_LINKS": "", "UV_CACHE_DIR": str(tmp_path / "uv-cache"),
+               "PIP_CACHE_DIR": str(tmp_path / "pip-cache"), "PIP_NO_INPUT": "1"}
+        r = CliRunner().invoke(main, ["gate", str(req), *PASCAL_470, "--format", "json"], env=env)
+        assert any("xformers" in p for p, _ in extra.requests), r.output
+    data = json.loads(r.output)
+    assert data["inputs"][0]["resolver"].startswith(resolver) and _torch_of(data) == ["2.0.1"], r.output
+
+
+@pytest.mark.parametrize("resolver", RESOLVERS)
+def test_a_find_links_directory_relative_to_the_file_is_given_to_the_resolver(tmp_path, resolver):
+    from tests.index_server import wheel_bytes
+
+    main_files, xformers = _split_files()
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for fn, meta in xformers.items():
+        (wheels / fn).write_bytes(wheel_bytes(fn, meta))
+    with FakeIndex(main_files, serve_wheels=True) as default:
+        code, data = gate(tmp_path, resolver, default.url, "--find-links ./wheels\nxformers==0.0.20\n", *PASCAL_470)
+    assert data["inputs"][0]["resolver"].startswith(resolver), data["inputs"][0]["resolver"]
+    assert code == 0 and _torch_of(data) == ["2.0.1"]

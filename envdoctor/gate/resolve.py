@@ -178,7 +178,7 @@ def resolver_input(unit: InputUnit, reqs: Sequence[InputRequirement]) -> Tuple[s
         elif o.kind == "extra-index-url" or (o.kind == "uv-index" and not o.explicit):
             lines.append(f"--extra-index-url {o.url}")
         elif o.kind == "find-links":
-            lines.append(f"--find-links {o.url}")
+            lines.append(f"--find-links {_local_to(o.url, o.loc.file)}")
         elif o.kind == "no-index":
             lines.append("--no-index")
     cons: List[str] = []
@@ -193,6 +193,15 @@ def resolver_input(unit: InputUnit, reqs: Sequence[InputRequirement]) -> Tuple[s
         text = r.label + (f"; {r.marker}" if r.marker else "")
         (cons if r.constraint else lines).append(text)
     return "\n".join(lines) + "\n", "\n".join(cons) + ("\n" if cons else ""), left
+
+
+def _local_to(url: str, written_in: str) -> str:
+    """A relative find-links path as pip reads it: relative to the requirements file that names it when it exists
+    there (the resolver reads a copy of the file elsewhere), else left as written."""
+    if "://" in url or url.startswith("file:") or os.path.isabs(url):
+        return url
+    beside = os.path.join(os.path.dirname(os.path.abspath(written_in)), url)
+    return beside if os.path.exists(beside) else url
 
 
 def _pip_config_args(env: Mapping[str, str]) -> List[str]:
