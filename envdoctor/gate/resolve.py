@@ -24,7 +24,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from packaging.utils import canonicalize_name
 
-from envdoctor.gate.inputs import InputRequirement, InputUnit
+from envdoctor.gate.inputs import InputRequirement, InputUnit, Location
 
 DEFAULT_TIMEOUT = 180.0
 MANYLINUX_DEFAULT = "2_28"  # stated targets: the glibc of the manylinux_2_28 wheels torch and jaxlib publish
@@ -387,7 +387,7 @@ def pinned_unit(unit: InputUnit, reqs: Sequence[InputRequirement], resolution: R
     kept = [r for r in reqs if r.conda or (r.url and r.wheel_tags)]
     out.requirements.extend(kept)
     for name, d in sorted(resolution.dists.items()):
-        probe = InputRequirement(name=name, raw=name, loc=unit.requirements[0].loc if unit.requirements else None)
+        probe = InputRequirement(name=name, raw=name, loc=unit.requirements[0].loc if unit.requirements else Location(unit.path))
         if not is_framework(probe):
             continue
         asked = [r for r in by_name.get(name, []) if not r.url]
