@@ -65,15 +65,26 @@ def _spec(text: Any) -> Optional[SpecifierSet]:
 
 
 @functools.lru_cache(maxsize=1)
-def pin_rows() -> Dict[str, Tuple[PinRow, ...]]:
-    """The [[pin]] rows of matrices/gate_indirect.toml by canonical package name (rows it cannot read are skipped)."""
+def _data() -> Dict[str, Any]:
     from envdoctor.knowledge.load import parse_toml_cached
     from envdoctor.resources import data_dir
 
     try:
-        data = parse_toml_cached((data_dir("matrices") / "gate_indirect.toml").read_text(encoding="utf-8"))
+        return dict(parse_toml_cached((data_dir("matrices") / "gate_indirect.toml").read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return {}
+
+
+def pins_complete() -> Set[str]:
+    """Packages whose rows list every release the index had when the data was collected (``pins_complete``): a
+    line open above their newest row resolves within the rows, as the installer would have then."""
+    return {str(canonicalize_name(x)) for x in _data().get("pins_complete", []) if isinstance(x, str)}
+
+
+@functools.lru_cache(maxsize=1)
+def pin_rows() -> Dict[str, Tuple[PinRow, ...]]:
+    """The [[pin]] rows of matrices/gate_indirect.toml by canonical package name (rows it cannot read are skipped)."""
+    data = _data()
     out: Dict[str, List[PinRow]] = {}
     for r in data.get("pin", []):
         if not isinstance(r, dict) or not isinstance(r.get("package"), str):
@@ -134,6 +145,7 @@ def torch_constraints(reqs: Sequence[InputRequirement], torch_versions: Sequence
     public torch releases the planner knows); with the torch lines among ``reqs``, whether they contradict."""
     out = TorchConstraint()
     rows = pin_rows()
+    complete = pins_complete()
     known = sorted({Version(v.public) for v in torch_versions})
     allowed: Set[Version] = set(known)
     used: List[InputRequirement] = []
@@ -151,16 +163,16 @@ def torch_constraints(reqs: Sequence[InputRequirement], torch_versions: Sequence
             out.no_wheel.append(NoWheel(r, in_spec[-1]))
             continue
         newest = max(row.version for row in mine)
-        unknown_newer = _open_above(r, newest)
+        unknown_newer = _open_above(r, newest) and r.name not in complete
         covered = {v for v in known if any(row.torch.contains(v, prereleases=True) for row in mine)}
         mine_ok = {v for v in known if any(row.torch.contains(v, prereleases=True) for row in py_ok)}
         if unknown_newer:  # a newer release (not in the data) may pair with a torch no row names
             mine_ok |= set(known) - covered
         allowed &= mine_ok
         used.append(r)
-        pins = sorted({str(row.torch) for row in py_ok if any(row.torch.contains(v, prereleases=True) for v in mine_ok)})
-        out.because.append(f"{r.loc}: {r.raw} installs torch{' or '.join(pins) or ' (none envdoctor knows)'}"
-                           + (" (or a newer release not in envdoctor's data)" if unknown_newer else ""))
+        if mine_ok != set(known):
+            out.because.append(f"{r.loc}: {r.raw} installs torch"
+                               + (str(as_specifier(sorted(mine_ok), known)) if mine_ok else " (none envdoctor knows)"))
     out.judged = used
     if not used:
         return out
@@ -169,7 +181,8 @@ def torch_constraints(reqs: Sequence[InputRequirement], torch_versions: Sequence
     if not allowed or (by_line and not allowed & by_line):
         out.conflict = torch_lines + used
         return out
-    out.specifier = as_specifier(sorted(allowed), known)
+    if allowed != set(known):
+        out.specifier = as_specifier(sorted(allowed), known)
     return out
 
 
