@@ -155,3 +155,20 @@ def test_every_pin_row_has_a_source_a_verified_note_and_names_torch_releases_env
         spec = SpecifierSet(row["torch"])
         assert any(spec.contains(v) for v in known), row  # a torch the planner can plan
         SpecifierSet(row.get("python", ""))
+
+
+def test_a_torchvision_pin_brings_its_torch_as_pip_does(tmp_path):
+    code, data = gate(tmp_path, "torch\ntorchvision==0.15.2\n", *PASCAL_470)  # torchvision 0.15.2: torch==2.0.1
+    assert code == 0 and planned(data) == ["2.0.1"], errors(data)
+
+
+def test_a_torchvision_pin_for_another_torch_is_ed804_as_pip_fails(tmp_path):
+    code, data = gate(tmp_path, "torch==2.1.0\ntorchvision==0.15.2\n", "--driver", "535.104.05", "--gpu", "sm_80",
+                      "--python-version", "3.10")
+    assert code == 1 and errors(data) == [("ED804", (1, 2))]
+
+
+def test_local_labels_on_the_lines_pair_by_their_public_versions(tmp_path):
+    code, data = gate(tmp_path, "--extra-index-url https://download.pytorch.org/whl/cu118\ntorch==2.3.0+cu118\n"
+                      "torchvision==0.18.0+cu118\n", "--driver", "535.104.05", "--gpu", "sm_80", "--python-version", "3.11")
+    assert code == 0 and planned(data) == ["2.3.0+cu118"], errors(data)

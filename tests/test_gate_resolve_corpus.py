@@ -41,7 +41,7 @@ EXPECTED = [
     ('keras/requirements-tensorflow-cuda.txt', 'cpu-py311', 0, []),
     ('keras-cv/requirements-torch-cuda.txt', 'pascal-470-py310', 0, []),
     ('keras-cv/requirements-torch-cuda.txt', 'a100-535-py311', 0, []),
-    ('keras-cv/requirements-torch-cuda.txt', 'rtx5090-580-py312', 1, ['ED200@6', 'ED803@6']),
+    ('keras-cv/requirements-torch-cuda.txt', 'rtx5090-580-py312', 1, ['ED803@6', 'ED803@7']),  # torch 2.1.0 / torchvision 0.16.0: no cp312 wheel
     ('keras-cv/requirements-torch-cuda.txt', 'cpu-py311', 0, []),
     ('keras-2024/requirements-torch-cuda.txt', 'pascal-470-py310', 0, []),
     ('keras-2024/requirements-torch-cuda.txt', 'a100-535-py311', 0, []),
@@ -77,7 +77,7 @@ EXPECTED = [
     ('text-generation-webui/requirements.txt', 'cpu-py311', 1, ['ED803@28', 'ED803@30', 'ED803@37', 'ED803@41']),
     ('audiocraft/requirements.txt', 'pascal-470-py310', 1, ['ED100@12']),
     ('audiocraft/requirements.txt', 'a100-535-py311', 0, []),
-    ('audiocraft/requirements.txt', 'rtx5090-580-py312', 1, ['ED803@12', 'ED803@17', 'ED803@28']),  # no cp312 wheels
+    ('audiocraft/requirements.txt', 'rtx5090-580-py312', 1, ['ED803@12', 'ED803@13', 'ED803@17', 'ED803@27', 'ED803@28']),  # no cp312 wheels (uv: torch==2.1.0 has none)
     ('audiocraft/requirements.txt', 'cpu-py311', 0, []),
     ('compvis-sd/environment.yaml', 'pascal-470-py310', 0, []),
     ('compvis-sd/environment.yaml', 'a100-535-py311', 0, []),
@@ -89,7 +89,7 @@ EXPECTED = [
     ('whisper/requirements.txt', 'cpu-py311', 0, []),
     ('generative-models/requirements/pt2.txt', 'pascal-470-py310', 0, []),  # triton==2.0.0 / torchdata==0.6.1 -> torch 2.0.1
     ('generative-models/requirements/pt2.txt', 'a100-535-py311', 0, []),
-    ('generative-models/requirements/pt2.txt', 'rtx5090-580-py312', 1, ['ED803@34', 'ED804@27,29,39']),  # triton 2.0.0: no cp312; torchdata 0.6.1 (torch 2.0.1) and a cp312 xformers (torch >= 2.3.1)
+    ('generative-models/requirements/pt2.txt', 'rtx5090-580-py312', 1, ['ED803@34', 'ED804@27,28,29,31,39']),  # triton 2.0.0: no cp312; torchdata 0.6.1 (torch 2.0.1) and a cp312 xformers (torch >= 2.3.1); uv: no solution
     ('generative-models/requirements/pt2.txt', 'cpu-py311', 0, []),
     ('bark/pyproject.toml', 'pascal-470-py310', 1, ['ED100@25', 'ED200@25']),
     ('bark/pyproject.toml', 'a100-535-py311', 1, ['ED100@25']),

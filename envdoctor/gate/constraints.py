@@ -11,6 +11,7 @@ no torch release satisfies the lines together: ED804).  Pure: no network, no sub
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
@@ -101,14 +102,35 @@ def pin_rows() -> Dict[str, Tuple[PinRow, ...]]:
     return {k: tuple(sorted(v, key=lambda x: x.version)) for k, v in out.items()}
 
 
+def companion_rows(matrices: Any) -> Dict[str, Tuple[PinRow, ...]]:
+    """torchvision / torchaudio as pin rows, from the torch patches of the matrices (each companion release's
+    Requires-Dist on torch, as the data records it; its Pythons: the torch patch's)."""
+    out: Dict[str, List[PinRow]] = {}
+    for rel in getattr(matrices, "pytorch_releases", None) or []:
+        for prow in getattr(rel, "patch_rows", None) or []:
+            for name in ("torchvision", "torchaudio"):
+                cv = getattr(prow, name, None)
+                spec = _spec(getattr(prow, f"{name}_requires", None) or f"=={prow.version}")
+                version = _ver(str(cv)) if cv else None
+                if version is None or spec is None:
+                    continue
+                out.setdefault(name, []).append(PinRow(name, version, spec, _spec(prow.python or rel.python),
+                                                       str(getattr(prow, "source", "")) or "matrices: pytorch"))
+    return {k: tuple(sorted(v, key=lambda x: x.version)) for k, v in out.items()}
+
+
 def has_pin_rows(name: str) -> bool:
     return str(canonicalize_name(name)) in pin_rows()
 
 
 def _allows(req: InputRequirement, v: Version) -> bool:
+    """Whether the line admits release ``v`` (a +cu118-style local label on the line is set aside: the rows name
+    public versions)."""
     if req.version:
-        return str(v) == req.version or v == _ver(req.version)
-    return (_spec(req.specifier) or SpecifierSet()).contains(v, prereleases=True)
+        mine = _ver(req.version)
+        return mine is not None and Version(mine.public) == v
+    text = re.sub(r"\+[A-Za-z0-9.]+", "", req.specifier)
+    return (_spec(text) or SpecifierSet()).contains(v, prereleases=True)
 
 
 def _ver(text: str) -> Optional[Version]:
@@ -140,12 +162,12 @@ def as_specifier(allowed: Sequence[Version], known: Sequence[Version]) -> Specif
 
 
 def torch_constraints(reqs: Sequence[InputRequirement], torch_versions: Sequence[Version],
-                      python: Optional[Version]) -> TorchConstraint:
+                      python: Optional[Version], more: Optional[Dict[str, Tuple[PinRow, ...]]] = None) -> TorchConstraint:
     """What the indirect lines among ``reqs`` (markers already evaluated) allow of the ``torch_versions`` (the
     public torch releases the planner knows); with the torch lines among ``reqs``, whether they contradict."""
     out = TorchConstraint()
-    rows = pin_rows()
-    complete = pins_complete()
+    rows = dict(pin_rows(), **(more or {}))
+    complete = pins_complete() | set(more or {})  # the companions' rows follow every torch patch in the data
     known = sorted({Version(v.public) for v in torch_versions})
     allowed: Set[Version] = set(known)
     used: List[InputRequirement] = []

@@ -626,11 +626,11 @@ class _Planner:
     def indirect_constraints(self, by_family: Dict[str, List[InputRequirement]]) -> SpecifierSet:
         """The torch that lines such as xformers==0.0.20 / triton==2.0.0 allow (gate/constraints.py), as a specifier
         on the torch line; a torch line of its own where only they bring torch in."""
-        from envdoctor.gate.constraints import plan_effects, torch_constraints
+        from envdoctor.gate.constraints import companion_rows, plan_effects, torch_constraints
 
         known = [Version(p) for rel in (self.m.pytorch_releases if self.m is not None else []) for p in rel.patches
                  if _v(p) is not None]
-        c = torch_constraints(self.selected_requirements(), known, self.t.python)
+        c = torch_constraints(self.selected_requirements(), known, self.t.python, companion_rows(self.m))
         for kind, subject, reqs, facts in plan_effects(c, self.t):
             self.problem(kind, "error", subject, reqs, **facts)
         for r, why in c.unresolved:
@@ -638,7 +638,7 @@ class _Planner:
         for r in c.judged + [x.req for x in c.no_wheel]:
             self.plan.indirect[str(r.loc)] = ""
         if c.applies:
-            self.note("; ".join(c.because) + f" (matrices/gate_indirect.toml): the torch line is planned within "
+            self.note("; ".join(c.because) + f" (envdoctor's data): the torch line is planned within "
                       f"{c.specifier}")
             if "torch" not in by_family and c.judged:
                 first = c.judged[0]
