@@ -241,3 +241,23 @@ def test_a_find_links_directory_relative_to_the_file_is_given_to_the_resolver(tm
         code, data = gate(tmp_path, resolver, default.url, "--find-links ./wheels\nxformers==0.0.20\n", *PASCAL_470)
     assert data["inputs"][0]["resolver"].startswith(resolver), data["inputs"][0]["resolver"]
     assert code == 0 and _torch_of(data) == ["2.0.1"]
+
+
+def test_a_uv_project_is_resolved_without_pips_configuration(tmp_path):
+    """uv installs a project with [[tool.uv.index]] and never reads pip's configuration: its extra index (here a
+    port where nothing listens) is not given to uv."""
+    if not _has_uv():
+        pytest.skip("uv not installed")
+    with FakeIndex(served_files(), serve_wheels=True) as idx:
+        proj = tmp_path / "pyproject.toml"
+        proj.write_text('[project]\nname = "p"\nversion = "0"\nrequires-python = ">=3.9"\n'
+                        'dependencies = ["torch", "xformers==0.0.20"]\n\n'
+                        f'[[tool.uv.index]]\nname = "main"\nurl = "{idx.url}"\ndefault = true\n')
+        conf = tmp_path / "pip.conf"
+        conf.write_text(f"[global]\nextra-index-url = {closed_port_url()}\n")
+        env = {"ENVDOCTOR_GATE_RESOLVER": "uv", "PIP_CONFIG_FILE": str(conf), "PIP_INDEX_URL": "",
+               "PIP_EXTRA_INDEX_URL": "", "PIP_FIND_LINKS": "", "UV_CACHE_DIR": str(tmp_path / "uv-cache")}
+        r = CliRunner().invoke(main, ["gate", str(proj), *PASCAL_470, "--format", "json"], env=env)
+    data = json.loads(r.output)
+    assert data["inputs"][0]["resolver"].startswith("uv for Python 3.10"), data["inputs"][0]["resolver"]
+    assert _torch_of(data) == ["2.0.1"] and r.exit_code == 0

@@ -261,7 +261,8 @@ def resolve_unit(unit: InputUnit, reqs: Sequence[InputRequirement], *, python: s
                 argv += ["--prerelease", "allow"]
             if cons_file:
                 argv += ["-c", cons_file]
-            argv += _pip_config_args(environ)
+            if unit.strategy == "pip":  # a uv project ([tool.uv] indexes / sources) is installed by uv, which
+                argv += _pip_config_args(environ)  # never reads pip's configuration
         else:
             report = os.path.join(tmp, "report.json")
             argv = prefix + ["install", "--dry-run", "--quiet", "--report", report, "--ignore-installed",
