@@ -172,3 +172,13 @@ def test_local_labels_on_the_lines_pair_by_their_public_versions(tmp_path):
     code, data = gate(tmp_path, "--extra-index-url https://download.pytorch.org/whl/cu118\ntorch==2.3.0+cu118\n"
                       "torchvision==0.18.0+cu118\n", "--driver", "535.104.05", "--gpu", "sm_80", "--python-version", "3.11")
     assert code == 0 and planned(data) == ["2.3.0+cu118"], errors(data)
+
+
+def test_conda_lines_are_left_to_conda(tmp_path):
+    env = tmp_path / "environment.yml"
+    env.write_text("channels:\n  - pytorch\ndependencies:\n  - python=3.10\n  - pytorch=2.1.0\n  - torchvision=0.15.2\n")
+    r = CliRunner().invoke(cli, ["gate", str(env), "--driver", "535.104.05", "--gpu", "sm_80", "--python-version",
+                                 "3.10", "--offline", "--format", "json"])
+    data = json.loads(r.output)
+    assert [p["name"] for p in data["inputs"][0]["packages"]].count("torch") == 0  # no pip torch line made up
+    assert ("ED804", (5, 6)) not in errors(data)

@@ -173,7 +173,7 @@ def torch_constraints(reqs: Sequence[InputRequirement], torch_versions: Sequence
     used: List[InputRequirement] = []
     for r in reqs:
         mine = rows.get(r.name)
-        if not mine or r.constraint:  # a -c line installs nothing
+        if not mine or r.constraint or r.conda:  # a -c line installs nothing; conda's solver is not pip's
             continue
         in_spec = [row for row in mine if _allows(r, row.version)]
         if not in_spec:

@@ -640,7 +640,7 @@ class _Planner:
         if c.applies:
             self.note("; ".join(c.because) + f" (envdoctor's data): the torch line is planned within "
                       f"{c.specifier}")
-            if "torch" not in by_family and c.judged:
+            if "torch" not in by_family and "conda-torch" not in by_family and c.judged:
                 first = c.judged[0]
                 by_family["torch"] = [InputRequirement(name="torch", raw=f"torch (required by {first.raw})",
                                                        loc=first.loc, group=first.group)]
