@@ -44,10 +44,10 @@ def index():
         yield idx
 
 
-def gate(tmp_path, resolver, index_url, text, *args, name="requirements.txt"):
+def gate(tmp_path, resolver, index_url, text, *args, name="requirements.txt", pip_conf="/dev/null"):
     req = tmp_path / name
     req.write_text(text)
-    env = {"ENVDOCTOR_GATE_RESOLVER": resolver, "PIP_CONFIG_FILE": "/dev/null", "PIP_INDEX_URL": index_url,
+    env = {"ENVDOCTOR_GATE_RESOLVER": resolver, "PIP_CONFIG_FILE": pip_conf, "PIP_INDEX_URL": index_url,
            "PIP_EXTRA_INDEX_URL": "", "PIP_FIND_LINKS": "", "UV_CACHE_DIR": str(tmp_path / "uv-cache"),
            "PIP_CACHE_DIR": str(tmp_path / "pip-cache"), "PIP_NO_INPUT": "1"}
     r = CliRunner().invoke(main, ["gate", str(req), *args, "--format", "json"], env=env)
@@ -217,15 +217,9 @@ def test_pips_configured_extra_index_is_given_to_the_resolver(tmp_path, resolver
     with FakeIndex(main_files, serve_wheels=True) as default, FakeIndex(xformers, serve_wheels=True) as extra:
         conf = tmp_path / "pip.conf"
         conf.write_text(f"[global]\nindex-url = {default.url}\nextra-index-url = {extra.url}\n")
-        req = tmp_path / "requirements.txt"
-        req.write_text("xformers==0.0.20\n")
-        env = {"ENVDOCTOR_GATE_RESOLVER": resolver, "PIP_CONFIG_FILE": str(conf), "PIP_INDEX_URL": "",
-               "PIP_EXTRA_INDEX_URL": "", "PIP_FIND_LINKS": "", "UV_CACHE_DIR": str(tmp_path / "uv-cache"),
-               "PIP_CACHE_DIR": str(tmp_path / "pip-cache"), "PIP_NO_INPUT": "1"}
-        r = CliRunner().invoke(main, ["gate", str(req), *PASCAL_470, "--format", "json"], env=env)
-        assert any("xformers" in p for p, _ in extra.requests), r.output
-    data = json.loads(r.output)
-    assert data["inputs"][0]["resolver"].startswith(resolver) and _torch_of(data) == ["2.0.1"], r.output
+        code, data = gate(tmp_path, resolver, "", "xformers==0.0.20\n", *PASCAL_470, pip_conf=str(conf))
+        assert any("xformers" in p for p, _ in extra.requests), data
+    assert data["inputs"][0]["resolver"].startswith(resolver) and _torch_of(data) == ["2.0.1"], data
 
 
 @pytest.mark.parametrize("resolver", RESOLVERS)
@@ -249,15 +243,11 @@ def test_a_uv_project_is_resolved_without_pips_configuration(tmp_path):
     if not _has_uv():
         pytest.skip("uv not installed")
     with FakeIndex(served_files(), serve_wheels=True) as idx:
-        proj = tmp_path / "pyproject.toml"
-        proj.write_text('[project]\nname = "p"\nversion = "0"\nrequires-python = ">=3.9"\n'
-                        'dependencies = ["torch", "xformers==0.0.20"]\n\n'
-                        f'[[tool.uv.index]]\nname = "main"\nurl = "{idx.url}"\ndefault = true\n')
         conf = tmp_path / "pip.conf"
         conf.write_text(f"[global]\nextra-index-url = {closed_port_url()}\n")
-        env = {"ENVDOCTOR_GATE_RESOLVER": "uv", "PIP_CONFIG_FILE": str(conf), "PIP_INDEX_URL": "",
-               "PIP_EXTRA_INDEX_URL": "", "PIP_FIND_LINKS": "", "UV_CACHE_DIR": str(tmp_path / "uv-cache")}
-        r = CliRunner().invoke(main, ["gate", str(proj), *PASCAL_470, "--format", "json"], env=env)
-    data = json.loads(r.output)
+        code, data = gate(tmp_path, "uv", "", '[project]\nname = "p"\nversion = "0"\nrequires-python = ">=3.9"\n'
+                          'dependencies = ["torch", "xformers==0.0.20"]\n\n'
+                          f'[[tool.uv.index]]\nname = "main"\nurl = "{idx.url}"\ndefault = true\n', *PASCAL_470,
+                          name="pyproject.toml", pip_conf=str(conf))
     assert data["inputs"][0]["resolver"].startswith("uv for Python 3.10"), data["inputs"][0]["resolver"]
-    assert _torch_of(data) == ["2.0.1"] and r.exit_code == 0
+    assert _torch_of(data) == ["2.0.1"] and code == 0
