@@ -212,7 +212,7 @@ def test_the_files_extra_index_url_is_given_to_the_resolver(tmp_path, resolver):
 
 
 @pytest.mark.parametrize("resolver", RESOLVERS)
-def test_pips_configured_extra_index_is_given_to_the_resolver(tmp_path, resolver, monkeypatch):
+def test_pips_configured_extra_index_is_given_to_the_resolver(tmp_path, resolver):
     main_files, xformers = _split_files()
     with FakeIndex(main_files, serve_wheels=True) as default, FakeIndex(xformers, serve_wheels=True) as extra:
         conf = tmp_path / "pip.conf"
