@@ -3,6 +3,7 @@ a string literal (tomllib gives none)."""
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any, List, Optional
 
 from envdoctor.gate.inputs.interface import InputProblem, Location
@@ -11,10 +12,10 @@ from envdoctor.gate.inputs.interface import InputProblem, Location
 
 
 def _toml_loads(text: str, display: str, problems: List[InputProblem]) -> Optional[dict]:
-    try:
-        import tomllib  # type: ignore[import-not-found]
-    except ImportError:  # Python < 3.11
-        import tomli as tomllib  # type: ignore[no-redef]
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # Python < 3.11
+        import tomli as tomllib
     try:
         return tomllib.loads(text)
     except RecursionError:
