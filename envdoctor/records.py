@@ -151,12 +151,12 @@ def _process(cls: C, frozen: bool) -> C:
         def __setattr__(self: Any, name: str, value: Any) -> None:
             if type(self) is cls or name in fields:
                 raise FrozenInstanceError(f"cannot assign to field {name!r}")
-            super(klass, self).__setattr__(name, value)  # type: ignore[arg-type]
+            super(klass, self).__setattr__(name, value)  # type: ignore[arg-type]  # mypy narrows self by the type(self) test above
 
         def __delattr__(self: Any, name: str) -> None:
             if type(self) is cls or name in fields:
                 raise FrozenInstanceError(f"cannot delete field {name!r}")
-            super(klass, self).__delattr__(name)  # type: ignore[arg-type]
+            super(klass, self).__delattr__(name)  # type: ignore[arg-type]  # mypy narrows self by the type(self) test above
 
         setattr(cls, "__setattr__", __setattr__)
         setattr(cls, "__delattr__", __delattr__)

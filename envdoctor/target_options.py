@@ -119,17 +119,17 @@ def python_target(python_opt: Optional[str], python_version: Optional[str]) -> T
     from envdoctor.errors import BadInput
 
     path, version = python_opt, None
-    deprecated = bool(python_opt and _PY_VERSION.match(python_opt))
-    if deprecated:
-        path, version = None, _xy(python_opt)
+    deprecated = python_opt if python_opt and _PY_VERSION.match(python_opt) else None  # `--python 3.X`
+    if deprecated is not None:
+        path, version = None, _xy(deprecated)
     if python_version is not None:
         if not _PY_VERSION.match(python_version):
             raise BadInput(f"--python-version {python_version!r} is not a Python version (e.g. 3.11)")
         if version and version != _xy(python_version):
             raise BadInput(f"--python {python_opt} and --python-version {python_version} disagree")
         version = _xy(python_version)
-    if deprecated:  # after the checks: bad input stays one line
-        click.echo(f"envdoctor: warning: --python {python_opt.strip()} is deprecated for a version; "
+    if deprecated is not None:  # after the checks: bad input stays one line
+        click.echo(f"envdoctor: warning: --python {deprecated.strip()} is deprecated for a version; "
                    f"use --python-version {version}", err=True)
     return path, version
 
@@ -141,7 +141,7 @@ def driver_os(platform: Optional[str]) -> str:
 
 def known_drivers(m: Any, os_: str = "linux") -> List[str]:
     """Every driver version the data names for os_: toolkit, bundled and minor-version-compatibility drivers."""
-    out: List[str] = []
+    out: List[Optional[str]] = []
     for r in m.cuda_releases:
         out += [r.driver(os_), getattr(r, f"bundled_driver_{os_}", None)]
     out += [row.floor(os_) for row in m.mvc.values()]

@@ -36,6 +36,25 @@ def test_normalize_is_pep503(name):
     assert helper.normalize(name) == re.sub(r"[-_.]+", "-", name).lower()
 
 
+BUNDLED_RE = re.compile(r"^lib(cudnn|cublas|cublasLt|cudart|nccl|nvrtc|nvJitLink|cufft|curand|cusolver|cusparse)"
+                        r"([-_.].*)?\.so(\.[0-9.]+)?$")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.sampled_from(["lib", "li", ""]), st.sampled_from(["cudnn", "cublas", "cublasLt", "cudart", "nvJitLink", "cuda", ""]),
+       st.text(alphabet="-_.so0123456789Lta\n", max_size=10))
+def test_bundled_names_as_the_pattern_says(prefix, family, rest):
+    name = prefix + family + rest
+    assert helper.is_bundled_lib(name) == bool(BUNDLED_RE.match(name)), name
+
+
+def test_bundled_names():
+    for yes in ("libcudnn.so.8", "libcudnn.so\n", "libcudnn.so.9\n", "libcudart-1b2c3d.so.11.0", "libcublasLt.so.12", "libnccl.so.2", "libcufft.so"):
+        assert helper.is_bundled_lib(yes), yes
+    for no in ("libcudnn.a", "libcudnnx.so", "libc10.so", "libcudart.so.x", "libcudart.so.", "cudnn.so", "libcudnn.so\n\n", "libcudnn-\n.so"):
+        assert not helper.is_bundled_lib(no), no
+
+
 def test_jax_plugin_files():
     assert helper.files_for("jax-cuda12-plugin") == ["jax_cuda12_plugin/version.py"]
     assert helper.files_for("jax-rocm7-pjrt") == ["jax_plugins/xla_rocm7/version.py"]

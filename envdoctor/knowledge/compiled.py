@@ -68,7 +68,7 @@ def _encode(value: Any) -> Any:
     cls = type(value)
     if cls.__name__ in ROW_CLASSES and ROW_CLASSES[cls.__name__] is cls:
         out: Dict[str, Any] = {_ROW: cls.__name__}
-        for name, f in cls.__dataclass_fields__.items():  # type: ignore[attr-defined]
+        for name, f in cls.__dataclass_fields__.items():
             v = getattr(value, name)
             default = f.default if f.default_factory is MISSING else f.default_factory()
             if default is MISSING or type(v) is not type(default) or v != default:  # a default is left out

@@ -312,7 +312,7 @@ def sha256(data: bytes = b"") -> Any:
         try:
             from _sha2 import sha256 as impl  # type: ignore[import-not-found,no-redef]  # CPython 3.12+
         except ImportError:
-            from hashlib import sha256 as impl  # type: ignore[assignment]
+            from hashlib import sha256 as impl  # type: ignore[assignment]  # another Python: hashlib's
     return impl(data)
 
 

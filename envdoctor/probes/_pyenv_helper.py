@@ -44,6 +44,12 @@ FILES = {
     "onnxruntime": ["onnxruntime/capi/build_and_package_info.py"],
 }
 TF_FILES = ["tensorflow/python/platform/build_info.py"]
+# folders inside a distribution's package that may bundle CUDA libraries (older torch wheels: torch/lib/libcudnn.so.8,
+# libcudart-<hash>.so.11.0); only the file names are listed, at most MAX_BUNDLED of them
+BUNDLE_DIRS = {"torch": ["torch/lib"], "jaxlib": ["jaxlib/cuda", "jaxlib/lib"]}
+BUNDLED_FAMILIES = ("cudnn", "cublas", "cublasLt", "cudart", "nccl", "nvrtc", "nvJitLink", "cufft", "curand", "cusolver",
+                    "cusparse")
+MAX_BUNDLED = 64
 CUPY_FILES = ["cupy/_version.py"]
 
 
@@ -166,7 +172,7 @@ def parse_headers(text):
 def egg_requires(path):
     """requires.txt of an egg-info, turned into Requires-Dist style lines."""
     text = read_text(os.path.join(path, "requires.txt"))
-    out = []
+    out = []  # type: list[str]  # a type comment: the helper runs on Python 3.6+
     if not text:
         return out
     section = ""
@@ -253,6 +259,50 @@ def find_file(rel, location, search_path):
     return None
 
 
+def _so_tail(rest):
+    """Whether `rest` matches ([-_.].*)?\\.so(\\.[0-9.]+)?$ (no re: see the top)."""
+    i = rest.find(".so")
+    while i >= 0:
+        head, tail = rest[:i], rest[i + 3:]
+        if tail.endswith("\n"):  # $ also matches before a final newline
+            tail = tail[:-1]
+        if (not head or head[0] in "-_.") and "\n" not in head and (
+                not tail or (tail[0] == "." and len(tail) > 1 and all(c in "0123456789." for c in tail[1:]))):
+            return True
+        i = rest.find(".so", i + 1)
+    return False
+
+
+def is_bundled_lib(name):
+    """lib(cudnn|cublas|...)([-_.].*)?.so(.[0-9.]+)?: a CUDA library file name (libcudart-1b2c.so.11.0)."""
+    if not name.startswith("lib"):
+        return False
+    for family in BUNDLED_FAMILIES:
+        if name.startswith(family, 3) and _so_tail(name[3 + len(family):]):
+            return True
+    return False
+
+
+def bundled_libs(norm, location, search_path):
+    """Paths of the CUDA libraries a distribution's own package folders hold (names only, nothing opened)."""
+    out = []  # type: list[str]  # a type comment: the helper runs on Python 3.6+
+    for rel in BUNDLE_DIRS.get(norm, []):
+        parts = rel.split("/")
+        for base in [location] + [p for p in search_path if p != location]:
+            d = os.path.join(base, *parts)
+            if not os.path.isdir(d):
+                continue
+            try:
+                names = sorted(os.listdir(d))
+            except OSError:
+                names = []
+            for name in names:
+                if is_bundled_lib(name) and len(out) < MAX_BUNDLED:
+                    out.append(os.path.join(d, name))
+            break
+    return out
+
+
 def site_dirs():
     out = []
     try:
@@ -283,7 +333,7 @@ def collect(path_entries):
     import sysconfig
 
     search_path = [p for p in path_entries if p and os.path.isdir(p)]
-    dists = {}
+    dists = {}  # type: dict[str, dict]  # a type comment: the helper runs on Python 3.6+
     order = []
     for base in search_path:
         try:
@@ -316,6 +366,9 @@ def collect(path_entries):
                 if text is not None:
                     files[rel] = {"path": path, "text": text}
         info["files"] = files
+        libs = bundled_libs(key, info["location"], search_path)
+        if libs:
+            info["bundled"] = libs
 
     impl = getattr(sys, "implementation", None)
     result = {
