@@ -159,9 +159,9 @@ def assemble(framework: str, steps: Sequence[Tuple[str, str]], events: Sequence[
     end_t = (started + res.duration_s) if started is not None else None
     interrupted: Optional[StepResult] = None
     for name, device in steps:
-        ev = ended.get((name, device))
-        if ev is not None:
-            step = StepResult.from_dict(ev)
+        got = ended.get((name, device))
+        if got is not None:
+            step = StepResult.from_dict(got)
             step.step, step.device = name, device
         elif interrupted is None:
             step = StepResult(step=name, device=device)
