@@ -1,4 +1,8 @@
-"""`check`, `rules` and `explain`: their options translated into calls of envdoctor.doctor (which holds the work)."""
+"""`check`, `rules` and `explain`: their options translated into calls of envdoctor.doctor (which holds the work).
+
+The rules (and what imports them: the catalogue, the marks, the snapshot model) are imported when a command runs,
+after click has parsed its line: `check --help` and a usage error never pay for them (start-up speed).
+"""
 from __future__ import annotations
 
 import sys
@@ -10,10 +14,6 @@ from envdoctor import doctor
 from envdoctor.cli_options import complete_rule_ids, force_option, format_option, machine_options
 from envdoctor.emit import emit, write_stdout
 from envdoctor.errors import BadInput
-from envdoctor.formats.marks import use_color
-from envdoctor.rules.catalogue import explain_text, rule_dict
-from envdoctor.rules.engine import all_rules
-from envdoctor.snapshot_io import dump_json
 
 
 @click.command()
@@ -39,6 +39,8 @@ def check(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Op
           output: Optional[str], force_output: bool, with_smoke: bool, expect_cpu: Tuple[str, ...],
           with_kernels: bool) -> None:
     """Judge the machine: findings with IDs, evidence and fixes. Exit 0 ok, 1 error (--strict: or warning), 2 usage."""
+    from envdoctor.formats.marks import use_color
+
     if with_smoke and (snapshot_file or root_dir):
         raise BadInput("--smoke runs the frameworks of a live environment: it cannot be combined with --snapshot or --root")
     expected = doctor.expected_on_cpu(expect_cpu)
@@ -61,6 +63,10 @@ def check(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Op
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
 def rules_cmd(fmt: str) -> None:
     """List the doctor's rules (every family: machine, smoke, gate)."""
+    from envdoctor.rules.catalogue import rule_dict
+    from envdoctor.rules.engine import all_rules
+    from envdoctor.snapshot_io import dump_json
+
     rules = all_rules()
     if fmt == "json":
         write_stdout(dump_json({"rules": [rule_dict(r) for r in rules]}))
@@ -74,6 +80,9 @@ def rules_cmd(fmt: str) -> None:
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
 def explain(rule_id: str, fmt: str) -> None:
     """Explain a rule: its rationale, an example, the fix, references and the source file that registers it."""
+    from envdoctor.rules.catalogue import explain_text, rule_dict
+    from envdoctor.snapshot_io import dump_json
+
     r = doctor.find_rule(rule_id)
     if fmt == "json":
         write_stdout(dump_json(rule_dict(r)))
