@@ -14,7 +14,7 @@ from packaging.version import InvalidVersion, Version
 
 from envdoctor.rules import smoke_rules
 from envdoctor.rules.base import REGISTRY, EvidenceItem, Finding
-from envdoctor.smoke import BAD, FrameworkResult, SmokeRun, StepResult
+from envdoctor.smoke.results import BAD, FrameworkResult, SmokeRun, StepResult
 
 AREA = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax", "cupy": "python", "onnxruntime": "python"}
 STEP_IDS = {"import": "ED701", "devices": "ED702", "matmul": "ED703", "conv": "ED704", "mixed_precision": "ED705",

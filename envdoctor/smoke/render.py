@@ -6,7 +6,7 @@ import threading
 from typing import IO, Any, Dict, List, Optional
 
 from envdoctor.formats.ansi import ansi
-from envdoctor.smoke import BAD, FrameworkResult, SmokeRun, StepResult
+from envdoctor.smoke.results import BAD, FrameworkResult, SmokeRun, StepResult
 from envdoctor.snapshot_io import dump_json
 
 MARK = {"ok": "✓", "failed": "✗", "crashed": "✗", "timeout": "✗", "not_available": "-", "skipped": "·"}
