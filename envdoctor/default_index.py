@@ -18,7 +18,7 @@ DEFAULT_INDEX_LABEL = "the default index"
 def default_index() -> Optional[str]:
     """The simple-API URL pip uses when no index is configured."""
     try:
-        from pip._internal.models.index import PyPI  # type: ignore[import-not-found]
+        from pip._internal.models.index import PyPI
 
         url = getattr(PyPI, "simple_url", None)
         return str(url) if url else None
@@ -30,7 +30,7 @@ def default_index() -> Optional[str]:
 def default_index_hosts() -> FrozenSet[str]:
     """Host names of the default index and of the storage it serves files from."""
     try:
-        from pip._internal.models.index import PyPI  # type: ignore[import-not-found]
+        from pip._internal.models.index import PyPI
 
         hosts = {getattr(PyPI, "netloc", ""), getattr(PyPI, "file_storage_domain", ""),
                  urlparse(str(getattr(PyPI, "simple_url", ""))).hostname or ""}

@@ -20,7 +20,7 @@ import math
 import os
 import stat
 import sys
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from envdoctor.errors import BadInput
 
@@ -174,6 +174,7 @@ def json_depth_ok(data: Any, limit: int = MAX_JSON_DEPTH) -> bool:
     stack = [(data, 1)]
     while stack:
         node, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(node, dict):
             children = node.values()
         elif isinstance(node, list):

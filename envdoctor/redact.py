@@ -106,7 +106,7 @@ class Redactor:
 
         def walk(obj: Any) -> Any:
             if isinstance(obj, dict):
-                out = {}
+                out: dict[Any, Any] = {}
                 for k, v in obj.items():
                     if k in _SECRET_KEYS and isinstance(v, str) and v:
                         out[k] = self.marker

@@ -19,7 +19,7 @@ def _schema_for(tp: Any, defs: Dict[str, Any]) -> Dict[str, Any]:
     if origin is typing.Union:
         inner = [a for a in args if a is not type(None)]
         return {"anyOf": [_schema_for(inner[0], defs), {"type": "null"}]}
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):  # a dataclass type (a hint is never an instance)
         name = tp.__name__
         if name not in defs:
             defs[name] = {}  # placeholder against recursion

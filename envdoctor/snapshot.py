@@ -127,6 +127,9 @@ class Framework:
     requires_python: Optional[str] = None
     location: str = ""
     evidence: List[Evidence] = field(default_factory=list)
+    # CUDA libraries inside the distribution's own package (torch/lib/libcudnn.so.8 of older torch wheels), via
+    # "bundled"; version from the file name ("8" for libcudnn.so.8), None when the name states none
+    bundled: List["Library"] = field(default_factory=list)
 
 
 @dataclass

@@ -156,8 +156,10 @@ class _Stream:
             self.partial.clear()
 
     def _hand(self, raw: bytes) -> None:
+        if self.on_line is None:
+            return
         try:
-            self.on_line(raw.decode("utf-8", errors="replace").rstrip("\r\n"))  # type: ignore[misc]
+            self.on_line(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
         except Exception:  # noqa: BLE001 - a broken callback never stops the reading
             pass
 
@@ -178,13 +180,15 @@ def _collect(argv: list, proc: subprocess.Popen, limit: float, start: float, std
     sel = selectors.DefaultSelector()
     streams: Dict[int, _Stream] = {}
     for pipe, stream in ((proc.stdout, out), (proc.stderr, err)):
-        fd = pipe.fileno()  # type: ignore[union-attr]
+        assert pipe is not None, "run() starts every command with stdout and stderr piped"
+        fd = pipe.fileno()
         os.set_blocking(fd, False)
         sel.register(fd, selectors.EVENT_READ)
         streams[fd] = stream
-    pending = memoryview(stdin_text.encode()) if stdin_text is not None else None
-    if pending is not None:
-        fd = proc.stdin.fileno()  # type: ignore[union-attr]
+    pending = memoryview(stdin_text.encode() if stdin_text is not None else b"")
+    stdin = proc.stdin if stdin_text is not None else None  # piped when there is text to send
+    if stdin is not None:
+        fd = stdin.fileno()
         os.set_blocking(fd, False)
         sel.register(fd, selectors.EVENT_WRITE)
     stop = ""  # why the command is killed early: timeout | cancel | the stream that overflowed
@@ -207,15 +211,16 @@ def _collect(argv: list, proc: subprocess.Popen, limit: float, start: float, std
                 fd = key.fd
                 if fd not in streams:  # stdin
                     try:
-                        n = os.write(fd, pending[:_READ])  # type: ignore[index]
-                        pending = pending[n:]  # type: ignore[index]
+                        n = os.write(fd, pending[:_READ])
+                        pending = pending[n:]
                     except BlockingIOError:
                         continue
                     except OSError:
-                        pending = pending[:0]  # type: ignore[index]
+                        pending = pending[:0]
                     if not pending:
                         sel.unregister(fd)
-                        proc.stdin.close()  # type: ignore[union-attr]
+                        if stdin is not None:  # always, for the fd registered for writing
+                            stdin.close()
                     continue
                 try:
                     data = os.read(fd, _READ)
@@ -332,9 +337,9 @@ def shutdown() -> None:
     kill_all()
     with _LIVE_LOCK:
         dog, _WATCHDOG = _WATCHDOG, None
-    if dog is not None:
+    if dog is not None and dog.stdin is not None:
         try:
-            dog.stdin.close()  # type: ignore[union-attr]  # EOF: it kills what is still registered and exits
+            dog.stdin.close()  # EOF: it kills what is still registered and exits
             dog.wait(timeout=1.0)
         except (OSError, subprocess.TimeoutExpired):
             pass
@@ -367,10 +372,10 @@ def _watchdog_send(line: str) -> None:
     if not _WATCHDOG_TRIED and not _CLOSING.is_set():
         _WATCHDOG_TRIED = True
         _WATCHDOG = _start_watchdog()
-    if _WATCHDOG is None:
+    if _WATCHDOG is None or _WATCHDOG.stdin is None:
         return
     try:
-        os.write(_WATCHDOG.stdin.fileno(), line.encode("ascii"))  # type: ignore[union-attr]
+        os.write(_WATCHDOG.stdin.fileno(), line.encode("ascii"))
     except (OSError, ValueError):  # gone, or its pipe is full: envdoctor's own kills still apply
         pass
 
@@ -385,7 +390,8 @@ def _start_watchdog() -> Optional[subprocess.Popen]:
                                start_new_session=True, close_fds=True)
     except OSError:
         return None
-    os.set_blocking(dog.stdin.fileno(), False)  # type: ignore[union-attr]
+    assert dog.stdin is not None, "started with stdin=PIPE"
+    os.set_blocking(dog.stdin.fileno(), False)
     return dog
 
 

@@ -33,17 +33,17 @@ def _xy(version: str) -> str:
 def python_target(python_opt: Optional[str], python_version: Optional[str]) -> Tuple[Optional[str], Optional[str]]:
     """(interpreter path, X.Y) from --python / --python-version; ``--python 3.X`` still works, with a warning."""
     path, version = python_opt, None
-    deprecated = bool(python_opt and _PY_VERSION.match(python_opt))
-    if deprecated:
-        path, version = None, _xy(str(python_opt))
+    deprecated = python_opt if python_opt and _PY_VERSION.match(python_opt) else None  # `--python 3.X`
+    if deprecated is not None:
+        path, version = None, _xy(deprecated)
     if python_version is not None:
         if not _PY_VERSION.match(python_version):
             raise BadInput(f"--python-version {python_version!r} is not a Python version (e.g. 3.11)")
         if version and version != _xy(python_version):
             raise BadInput(f"--python {python_opt} and --python-version {python_version} disagree")
         version = _xy(python_version)
-    if deprecated:  # after the checks: bad input stays one line
-        sys.stderr.write(f"envdoctor: warning: --python {str(python_opt).strip()} is deprecated for a version; "
+    if deprecated is not None:  # after the checks: bad input stays one line
+        sys.stderr.write(f"envdoctor: warning: --python {deprecated.strip()} is deprecated for a version; "
                          f"use --python-version {version}\n")
     return path, version
 

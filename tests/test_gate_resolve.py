@@ -44,15 +44,19 @@ def index():
         yield idx
 
 
-def gate(tmp_path, resolver, index_url, text, *args, name="requirements.txt"):
+def gate(tmp_path, resolver, index_url, text, *args, name="requirements.txt", pip_conf="/dev/null"):
     req = tmp_path / name
     req.write_text(text)
-    env = {"ENVDOCTOR_GATE_RESOLVER": resolver, "PIP_CONFIG_FILE": "/dev/null", "PIP_INDEX_URL": index_url,
+    env = {"ENVDOCTOR_GATE_RESOLVER": resolver, "PIP_CONFIG_FILE": pip_conf, "PIP_INDEX_URL": index_url,
            "PIP_EXTRA_INDEX_URL": "", "PIP_FIND_LINKS": "", "UV_CACHE_DIR": str(tmp_path / "uv-cache"),
            "PIP_CACHE_DIR": str(tmp_path / "pip-cache"), "PIP_NO_INPUT": "1"}
     r = CliRunner().invoke(main, ["gate", str(req), *args, "--format", "json"], env=env)
     assert r.exit_code in (0, 1), r.output
     return r.exit_code, json.loads(r.stdout if hasattr(r, "stdout") else r.output)
+
+
+def _torch_of(data):
+    return [p["version"] for p in data["inputs"][0]["packages"] if p["name"] == "torch"]
 
 
 def _errors(data):
@@ -73,12 +77,19 @@ def test_xformers_pins_torch_2_0_1_which_runs_on_a_470_driver_and_a_gtx_1080(tmp
     assert code == 0 and _errors(data) == []
 
 
-def test_offline_the_same_file_lists_the_xformers_line_as_unresolved(tmp_path, index):
+def test_offline_the_same_file_plans_torch_2_0_1_from_the_data_and_asks_no_index(tmp_path, index):
     code, data = gate(tmp_path, "uv", index.url, "torch\nxformers==0.0.20\n", *PASCAL_470, "--offline")
     unit = data["inputs"][0]
     assert unit["resolver"].startswith("offline (--offline)")
-    assert [(x["location"].rsplit(":", 1)[1], "xformers==0.0.20" in x["why"]) for x in unit["not_judged"]] == [("2", True)]
+    assert _torch_of(data) == ["2.0.1"] and code == 0  # matrices/gate_indirect.toml: xformers 0.0.20 -> torch==2.0.1
+    assert unit["not_judged"] == []
     assert index.requests == []  # nothing asked of any index
+
+
+def test_offline_an_xformers_release_the_data_lacks_is_listed_as_unresolved(tmp_path, index):
+    code, data = gate(tmp_path, "uv", index.url, "torch\nxformers==0.0.13\n", *PASCAL_470, "--offline")
+    unit = data["inputs"][0]
+    assert [(x["location"].rsplit(":", 1)[1], "xformers==0.0.13" in x["why"]) for x in unit["not_judged"]] == [("2", True)]
 
 
 @pytest.mark.parametrize("resolver", RESOLVERS)
@@ -105,7 +116,7 @@ def test_no_index_reachable_falls_back_to_the_offline_planner(tmp_path, resolver
     code, data = gate(tmp_path, resolver, closed_port_url(), "torch\nxformers==0.0.20\n", *PASCAL_470)
     unit = data["inputs"][0]
     assert unit["resolver"].startswith("offline (" + resolver + " could not resolve"), unit["resolver"]
-    assert any("xformers" in x["why"] for x in unit["not_judged"])
+    assert _torch_of(data) == ["2.0.1"] and code == 0  # the planner, with the xformers line's torch pin from the data
 
 
 @pytest.mark.parametrize("resolver", RESOLVERS)
@@ -175,4 +186,68 @@ def test_a_vcs_reference_says_what_building_it_needs(tmp_path):
     nj = json.loads(r.output)["inputs"][0]["not_judged"]
     vcs = [x for x in nj if x["location"].endswith(":3")]
     assert vcs and "VCS checkout" in vcs[0]["why"] and "compiler" in vcs[0]["why"]
-    assert {x["location"].rsplit(":", 1)[1] for x in nj} == {"3", "29", "34", "39"}  # clip @ git+, torchdata, triton, xformers
+    assert {x["location"].rsplit(":", 1)[1] for x in nj} == {"3"}  # clip @ git+; torchdata, triton, xformers: from the data
+
+
+# --------------------------------------------------------------------------- index options: the file's and pip's
+
+
+def _split_files():
+    """(the default index's files: everything but xformers, xformers' wheels) -- an install of xformers resolves only
+    where the second place is given to the resolver."""
+    files = served_files()
+    return ({k: v for k, v in files.items() if not k.startswith("xformers-")},
+            {k: v for k, v in files.items() if k.startswith("xformers-")})
+
+
+@pytest.mark.parametrize("resolver", RESOLVERS)
+def test_the_files_extra_index_url_is_given_to_the_resolver(tmp_path, resolver):
+    main_files, xformers = _split_files()
+    with FakeIndex(main_files, serve_wheels=True) as default, FakeIndex(xformers, serve_wheels=True) as extra:
+        code, data = gate(tmp_path, resolver, default.url, f"--extra-index-url {extra.url}\nxformers==0.0.20\n",
+                          *PASCAL_470)
+        assert any("xformers" in p for p, _ in extra.requests)
+    assert data["inputs"][0]["resolver"].startswith(resolver), data["inputs"][0]["resolver"]
+    assert code == 0 and _torch_of(data) == ["2.0.1"]
+
+
+@pytest.mark.parametrize("resolver", RESOLVERS)
+def test_pips_configured_extra_index_is_given_to_the_resolver(tmp_path, resolver):
+    main_files, xformers = _split_files()
+    with FakeIndex(main_files, serve_wheels=True) as default, FakeIndex(xformers, serve_wheels=True) as extra:
+        conf = tmp_path / "pip.conf"
+        conf.write_text(f"[global]\nindex-url = {default.url}\nextra-index-url = {extra.url}\n")
+        code, data = gate(tmp_path, resolver, "", "xformers==0.0.20\n", *PASCAL_470, pip_conf=str(conf))
+        assert any("xformers" in p for p, _ in extra.requests), data
+    assert data["inputs"][0]["resolver"].startswith(resolver) and _torch_of(data) == ["2.0.1"], data
+
+
+@pytest.mark.parametrize("resolver", RESOLVERS)
+def test_a_find_links_directory_relative_to_the_file_is_given_to_the_resolver(tmp_path, resolver):
+    from tests.index_server import wheel_bytes
+
+    main_files, xformers = _split_files()
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for fn, meta in xformers.items():
+        (wheels / fn).write_bytes(wheel_bytes(fn, meta))
+    with FakeIndex(main_files, serve_wheels=True) as default:
+        code, data = gate(tmp_path, resolver, default.url, "--find-links ./wheels\nxformers==0.0.20\n", *PASCAL_470)
+    assert data["inputs"][0]["resolver"].startswith(resolver), data["inputs"][0]["resolver"]
+    assert code == 0 and _torch_of(data) == ["2.0.1"]
+
+
+def test_a_uv_project_is_resolved_without_pips_configuration(tmp_path):
+    """uv installs a project with [[tool.uv.index]] and never reads pip's configuration: its extra index (here a
+    port where nothing listens) is not given to uv."""
+    if not _has_uv():
+        pytest.skip("uv not installed")
+    with FakeIndex(served_files(), serve_wheels=True) as idx:
+        conf = tmp_path / "pip.conf"
+        conf.write_text(f"[global]\nextra-index-url = {closed_port_url()}\n")
+        code, data = gate(tmp_path, "uv", "", '[project]\nname = "p"\nversion = "0"\nrequires-python = ">=3.9"\n'
+                          'dependencies = ["torch", "xformers==0.0.20"]\n\n'
+                          f'[[tool.uv.index]]\nname = "main"\nurl = "{idx.url}"\ndefault = true\n', *PASCAL_470,
+                          name="pyproject.toml", pip_conf=str(conf))
+    assert data["inputs"][0]["resolver"].startswith("uv for Python 3.10"), data["inputs"][0]["resolver"]
+    assert _torch_of(data) == ["2.0.1"] and code == 0

@@ -52,6 +52,12 @@ def test_installed_check_finds_bundled_data(installed, tmp_path):
     assert not [w for w in report["data"]["warnings"] if "unavailable" in w]
 
 
+def test_installed_package_is_typed(installed):
+    """PEP 561: the wheel carries envdoctor/py.typed, so a type checker reads envdoctor's annotations."""
+    marks = list((installed / "lib").glob("python3*/site-packages/envdoctor/py.typed"))
+    assert marks, "the installed package has no py.typed"
+
+
 def test_installed_probe_of_framework_venv(installed, tmp_path, fw_python):
     proc = _run(installed, "probe", "--format", "json", "--python", fw_python, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

@@ -35,6 +35,16 @@ def test_ci_runs_the_readme_test_command_and_the_slow_part():
     assert re.search(r"pytest -q -m slow", ci)
 
 
+def test_ci_runs_the_type_check_after_the_test_command():
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    lines = [ln.strip() for ln in ci.splitlines()]
+    test = lines.index(block("test"))
+    # a plain command under `set -e` (no `|| true`, no `;` chain after it): an error from mypy fails CI
+    assert "python -m mypy" in lines[test + 1:], "no `python -m mypy` line after the README's test command"
+    assert "set -euo pipefail" in lines
+    assert "python -m mypy" in (REPO / "README.md").read_text(encoding="utf-8")
+
+
 @pytest.mark.slow
 @pytest.mark.network
 def test_setup_block_works_in_a_fresh_clone_with_the_system_path(tmp_path):

@@ -13,9 +13,12 @@ import os
 import stat
 import struct
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import IO, TYPE_CHECKING, Dict, List, Optional, Tuple, cast
 
 from envdoctor.binaries import Unreadable
+
+if TYPE_CHECKING:
+    from elftools.elf.dynamic import DynamicTag
 
 ELF_MAGIC = b"\x7fELF"
 FATBIN_SECTIONS = (".nv_fatbin", ".nvFatBinSegment")
@@ -154,6 +157,12 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:160]
 
 
+def _tag_string(tag: DynamicTag) -> str:
+    """The string of a DT_NEEDED / DT_RPATH / DT_RUNPATH / DT_SONAME tag: pyelftools sets it with setattr, as
+    .needed, .rpath, .runpath or .soname (the tag's name without DT_), so its type hints do not name it."""
+    return str(getattr(tag, tag.entry.d_tag[3:].lower()))
+
+
 def _read(path: str, buf: mmap.mmap, size: int) -> ElfFile:
     from elftools.common.exceptions import ELFError
     from elftools.elf.dynamic import DynamicSection
@@ -164,7 +173,7 @@ def _read(path: str, buf: mmap.mmap, size: int) -> ElfFile:
     if size < 52:
         raise Unreadable(f"truncated: {size} bytes, shorter than an ELF header")
     try:
-        ef = ELFFile(buf)
+        ef = ELFFile(cast(IO[bytes], buf))  # an mmap has the read/seek/tell ELFFile uses; its hint says IO[bytes]
     except (ELFError, ValueError) as exc:
         raise Unreadable(f"a corrupt ELF header ({_one_line(exc)})") from None
     hdr = ef.header
@@ -187,13 +196,13 @@ def _read(path: str, buf: mmap.mmap, size: int) -> ElfFile:
         for tag in dynamic.iter_tags():
             t = tag.entry.d_tag
             if t == "DT_NEEDED":
-                out.needed.append(tag.needed)
+                out.needed.append(_tag_string(tag))
             elif t == "DT_RPATH":
-                out.rpath += _split_paths(tag.rpath)
+                out.rpath += _split_paths(_tag_string(tag))
             elif t == "DT_RUNPATH":
-                out.runpath += _split_paths(tag.runpath)
+                out.runpath += _split_paths(_tag_string(tag))
             elif t == "DT_SONAME":
-                out.soname = tag.soname
+                out.soname = _tag_string(tag)
             elif t == "DT_FLAGS_1":
                 out.nodeflib = bool(tag.entry.d_val & DF_1_NODEFLIB)
     return out

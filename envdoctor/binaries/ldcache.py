@@ -156,7 +156,8 @@ class LdCache:
         candidates = self._by_name.get(soname, [])
         fitting = [c for c in candidates if flags is None or c.flags == flags]
         plain = [c for c in fitting if not c.hwcap]
-        return (plain or fitting or [None])[0]
+        found = plain or fitting
+        return found[0] if found else None
 
 
 __all__ = ["CacheEntry", "LdCache", "parse_cache", "read_cache", "MACHINE_FLAGS"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import posixpath
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Literal, Optional, Sequence, Tuple
 
 from envdoctor.binaries import Unreadable
 from envdoctor.binaries.elf import expand_origin, open_elf
@@ -63,7 +63,7 @@ def elf_ident(local: str) -> Optional[Tuple[int, str]]:
         return None
     if len(head) < 20 or head[:4] != b"\x7fELF":
         return None
-    order = "little" if head[5] == 1 else "big"
+    order: Literal["little", "big"] = "little" if head[5] == 1 else "big"
     return (64 if head[4] == 2 else 32, _EM.get(int.from_bytes(head[18:20], order), f"EM_{int.from_bytes(head[18:20], order)}"))
 
 

@@ -11,7 +11,7 @@ import os
 import struct
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from envdoctor.binaries import Unreadable
 from envdoctor.binaries.elf import ElfFile, file_key, open_elf, quick_has_fatbin
@@ -58,17 +58,19 @@ def _target_key(t: str):
     return (int(digits or 0), t)
 
 
-def _fatbin_ranges(elf: ElfFile):
+def _fatbin_ranges(elf: ElfFile) -> List[Tuple[int, int]]:
     """(start, end) byte ranges of the fatbin containers: the .nv_fatbin section, else the addresses
     the .nvFatBinSegment wrappers point at (mapped to file offsets through the section table)."""
     sec = elf.sections.get(".nv_fatbin")
     if sec is not None and sec.type != "SHT_NOBITS":
         return [(sec.offset, sec.offset + sec.size)]
     seg = elf.sections.get(".nvFatBinSegment")
-    out = []
+    out: List[Tuple[int, int]] = []
     if seg is None or seg.type == "SHT_NOBITS":
         return out
     buf = elf.buf
+    if buf is None:
+        raise Unreadable("closed before its fatbin was read")  # scan_file reads it inside `with elf`
     for at in range(seg.offset, min(seg.offset + seg.size, elf.size) - WRAPPER.size + 1, WRAPPER.size):
         magic, _, addr, _ = WRAPPER.unpack_from(buf, at)
         if magic != WRAPPER_MAGIC:

@@ -13,23 +13,8 @@ from collections import Counter
 from typing import Dict, Optional
 
 from envdoctor.facts.gpus import hidden_gpus  # noqa: F401 - part of this module's interface
+from envdoctor.facts.loader import userspace_driver
 from envdoctor.snapshot import Snapshot
-
-# "nvidia-smi's NVML library says 580.178" / "NVML says 550.107.02": the user-space side of a mismatch
-_USERSPACE_RE = re.compile(r"(?:NVML library|NVML) says (\d+\.\d+(?:\.\d+)?)")
-_NVML_LIB_RE = re.compile(r"NVML library version:\s*(\d+\.\d+(?:\.\d+)?)")
-
-
-def userspace_driver(snap: Snapshot) -> Optional[str]:
-    """The user-space driver release (libnvidia-ml), where a layer told it."""
-    d = snap.driver
-    for text in list(d.disagreements) + list(d.messages):
-        m = _USERSPACE_RE.search(text) or _NVML_LIB_RE.search(text)
-        if m and m.group(1) != d.kernel_module_version:
-            return m.group(1)
-    if d.source in ("nvml", "nvidia-smi") and d.version:
-        return d.version
-    return None
 
 
 def reboot_pending(snap: Snapshot) -> Optional[str]:

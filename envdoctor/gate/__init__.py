@@ -1,6 +1,6 @@
 """``envdoctor gate``: judge what an install *would* put on a target machine, before anything is downloaded.
 
-    inputs.py   requirements files (-r / -c includes, index options), pyproject.toml, environment.yml, pylock.toml,
+    inputs/     requirements files (-r / -c includes, index options), pyproject.toml, environment.yml, pylock.toml,
                 uv.lock  ->  InputUnit (requirements with file:line)
     plan.py     InputUnit + target Snapshot + Matrices  ->  Plan (what pip / uv / conda would install, as Framework
                 entries) and the Snapshot with the plan laid over it (pure; the data is the only source, no network)

@@ -434,6 +434,7 @@ class Plan:
     pins: Dict[str, List[Tuple[Any, ...]]] = field(default_factory=dict)  # package -> [(spec, owner, loc, Framework)]
     resolver: str = ""  # how the versions were found: "uv 0.x for Python 3.10 on ..." or "offline: why"
     not_judged: List[Tuple[str, str]] = field(default_factory=list)  # (input line, why it was not judged)
+    indirect: Dict[str, str] = field(default_factory=dict)  # input line -> why gate/constraints.py could not judge it ("": judged)
 
     @property
     def frameworks(self) -> List[Framework]:
@@ -503,6 +504,7 @@ class _Planner:
         self.t = target_of(snap, python=py, python_from=py_from)
         self.cpu_only = not snap.gpus and snap.driver.state == "not_installed"  # --cpu or a probed CPU machine
         self.plan = Plan(unit, self.t)
+        self.torch_extra = SpecifierSet("")  # what lines such as xformers==0.0.20 allow of torch (constraints.py)
         if self.python_note:
             self.plan.assumptions.append(self.python_note)
 
@@ -588,6 +590,7 @@ class _Planner:
         for line in self.unit.notes:
             self.note(line)
         torch_pkg = None
+        self.torch_extra = self.indirect_constraints(by_family)
         if "torch" in by_family:
             torch_pkg = self.resolve_torch(by_family["torch"])
         for comp in ("torchvision", "torchaudio"):
@@ -602,11 +605,15 @@ class _Planner:
                 self.resolve_tensorflow(dist, [r for r in by_family["tensorflow"] if r.name == dist])
         if "jax" in by_family or "jaxlib" in by_family or "jax-plugin" in by_family:
             self.resolve_jax(by_family.get("jax", []), by_family.get("jaxlib", []), by_family.get("jax-plugin", []))
+        if any(p.facts.get("indirect") for p in self.plan.problems):  # pip stops there: nothing is installed
+            for pkg in self.plan.packages:
+                pkg.frameworks, pkg.installable, pkg.assumptions = [], False, []
         self.resolve_pins(by_family.get("nvidia", []))
         for pkg in self.plan.packages:
             if not pkg.frameworks:
                 pkg.installable = False
-                failing = any(p.severity == "error" and set(p.locs) & set(pkg.locs) for p in self.plan.problems)
+                failing = any(p.severity == "error" and (set(p.locs) & set(pkg.locs) or p.facts.get("indirect"))
+                              for p in self.plan.problems)
                 pkg.summary = f"{pkg.primary.raw if pkg.primary else pkg.name} (" + (
                     "cannot be installed" if failing else "not judged") + ")"
         self.direct_references()
@@ -615,6 +622,29 @@ class _Planner:
                 if opt in _INDEX_SPELLINGS and family_of(r) is not None:
                     self.problem("ignored-option", "warning", r.raw, [r], option=opt, value=value, requirement=r)
         return self.plan
+
+    def indirect_constraints(self, by_family: Dict[str, List[InputRequirement]]) -> SpecifierSet:
+        """The torch that lines such as xformers==0.0.20 / triton==2.0.0 allow (gate/constraints.py), as a specifier
+        on the torch line; a torch line of its own where only they bring torch in."""
+        from envdoctor.gate.constraints import companion_rows, plan_effects, torch_constraints
+
+        known = [Version(p) for rel in (self.m.pytorch_releases if self.m is not None else []) for p in rel.patches
+                 if _v(p) is not None]
+        c = torch_constraints(self.selected_requirements(), known, self.t.python, companion_rows(self.m))
+        for kind, subject, reqs, facts in plan_effects(c, self.t):
+            self.problem(kind, "error", subject, reqs, **facts)
+        for r, why in c.unresolved:
+            self.plan.indirect[str(r.loc)] = why
+        for r in c.judged + [x.req for x in c.no_wheel]:
+            self.plan.indirect[str(r.loc)] = ""
+        if c.applies:
+            self.note("; ".join(c.because) + f" (envdoctor's data): the torch line is planned within "
+                      f"{c.specifier}")
+            if "torch" not in by_family and "conda-torch" not in by_family and c.judged:
+                first = c.judged[0]
+                by_family["torch"] = [InputRequirement(name="torch", raw=f"torch (required by {first.raw})",
+                                                       loc=first.loc, group=first.group)]
+        return c.specifier
 
     # -- direct references (other than framework wheels, which the framework planners read) ------------------
     def direct_references(self) -> None:
@@ -694,7 +724,7 @@ class _Planner:
             self.note(n)
         if srcs.local:
             return None
-        spec = self.spec_of(reqs)
+        spec = self.spec_of(reqs) & self.torch_extra
         cands = self.torch_candidates(srcs)
         chosen, matching, viable = self.choose(cands, spec, srcs)
         if chosen is not None:

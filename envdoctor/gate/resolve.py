@@ -24,7 +24,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from packaging.utils import canonicalize_name
 
-from envdoctor.gate.inputs import InputRequirement, InputUnit
+from envdoctor.gate.inputs import InputRequirement, InputUnit, Location
 
 DEFAULT_TIMEOUT = 180.0
 MANYLINUX_DEFAULT = "2_28"  # stated targets: the glibc of the manylinux_2_28 wheels torch and jaxlib publish
@@ -178,7 +178,7 @@ def resolver_input(unit: InputUnit, reqs: Sequence[InputRequirement]) -> Tuple[s
         elif o.kind == "extra-index-url" or (o.kind == "uv-index" and not o.explicit):
             lines.append(f"--extra-index-url {o.url}")
         elif o.kind == "find-links":
-            lines.append(f"--find-links {o.url}")
+            lines.append(f"--find-links {_local_to(o.url, o.loc.file)}")
         elif o.kind == "no-index":
             lines.append("--no-index")
     cons: List[str] = []
@@ -193,6 +193,15 @@ def resolver_input(unit: InputUnit, reqs: Sequence[InputRequirement]) -> Tuple[s
         text = r.label + (f"; {r.marker}" if r.marker else "")
         (cons if r.constraint else lines).append(text)
     return "\n".join(lines) + "\n", "\n".join(cons) + ("\n" if cons else ""), left
+
+
+def _local_to(url: str, written_in: str) -> str:
+    """A relative find-links path as pip reads it: relative to the requirements file that names it when it exists
+    there (the resolver reads a copy of the file elsewhere), else left as written."""
+    if "://" in url or url.startswith("file:") or os.path.isabs(url):
+        return url
+    beside = os.path.join(os.path.dirname(os.path.abspath(written_in)), url)
+    return beside if os.path.exists(beside) else url
 
 
 def _pip_config_args(env: Mapping[str, str]) -> List[str]:
@@ -252,7 +261,8 @@ def resolve_unit(unit: InputUnit, reqs: Sequence[InputRequirement], *, python: s
                 argv += ["--prerelease", "allow"]
             if cons_file:
                 argv += ["-c", cons_file]
-            argv += _pip_config_args(environ)
+            if unit.strategy == "pip":  # a uv project ([tool.uv] indexes / sources) is installed by uv, which
+                argv += _pip_config_args(environ)  # never reads pip's configuration
         else:
             report = os.path.join(tmp, "report.json")
             argv = prefix + ["install", "--dry-run", "--quiet", "--report", report, "--ignore-installed",
@@ -378,7 +388,7 @@ def pinned_unit(unit: InputUnit, reqs: Sequence[InputRequirement], resolution: R
     kept = [r for r in reqs if r.conda or (r.url and r.wheel_tags)]
     out.requirements.extend(kept)
     for name, d in sorted(resolution.dists.items()):
-        probe = InputRequirement(name=name, raw=name, loc=unit.requirements[0].loc if unit.requirements else None)
+        probe = InputRequirement(name=name, raw=name, loc=unit.requirements[0].loc if unit.requirements else Location(unit.path))
         if not is_framework(probe):
             continue
         asked = [r for r in by_name.get(name, []) if not r.url]
@@ -547,11 +557,12 @@ def _offline_honesty(plan, unit: InputUnit, selected: Sequence[Tuple[str, str]])
     seen = {loc for loc, _ in plan.not_judged}
     for r in _requirements_for(unit, selected):
         row = indirect_row(r.name)
-        if row is None or str(r.loc) in seen:
+        if row is None or str(r.loc) in seen or plan.indirect.get(str(r.loc)) == "":  # "": judged from the data
             continue
         if plan.target.marker(r.marker) is False:
             continue
-        plan.not_judged.append((str(r.loc), f"{r.raw}: not resolved offline: {row.get('why', '')}; the "
+        gap = f" ({plan.indirect[str(r.loc)]})" if plan.indirect.get(str(r.loc)) else ""
+        plan.not_judged.append((str(r.loc), f"{r.raw}: not resolved offline: {row.get('why', '')}{gap}; the "
                                             f"{row.get('constrains', 'framework')} it allows is not judged "
                                             f"(run gate with an index reachable)"))
         seen.add(str(r.loc))

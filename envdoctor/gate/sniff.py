@@ -14,6 +14,7 @@ problem reported, as what its name says), and ``--kind`` overrides both:
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any, Optional, Tuple
 
 from envdoctor.gate.inputs import KINDS, input_kind
@@ -27,10 +28,10 @@ def _toml(text: str) -> Optional[dict]:
     if not _TOML_TABLE.search(text) and not re.search(r"^\s*[A-Za-z0-9_\-]+\s*=", text, re.M):
         return None
     try:
-        try:
-            import tomllib  # type: ignore[import-not-found]
-        except ImportError:  # Python < 3.11
-            import tomli as tomllib  # type: ignore[no-redef]
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:
+            import tomli as tomllib
         return tomllib.loads(text)
     except Exception:  # noqa: BLE001 - not TOML (or broken TOML: the name decides, the reader reports it)
         return None

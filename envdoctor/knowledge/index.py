@@ -39,6 +39,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.errors import EnvdoctorError
+from envdoctor.facts.platform import marker_env_for
 
 # Retry policy for http(s): attempts = 1 + RETRIES, sleeping BACKOFF * 2**i between them.
 RETRIES = 2
@@ -349,7 +350,8 @@ def parse_html_page(text: str, page_url: str, index_url: str) -> List[DistFile]:
         meta: Optional[Dict[str, str]] = None
         for attr in ("data-core-metadata", "data-dist-info-metadata"):
             if attr in link:  # present without a value means "true"
-                meta = _hash_attr(link[attr] if link[attr] is not None else "true")
+                value = link[attr]
+                meta = _hash_attr(value if value is not None else "true")
                 break
         rp = link.get("data-requires-python")
         f = _make_file(filename, full, index_url, html.unescape(rp) if rp else None, meta,
@@ -480,9 +482,11 @@ class IndexClient:
             box["abandoned"] = True
             _shut(box.get("response"))
             raise _PastDeadline(url)
-        if "error" in box:
-            raise box["error"]  # type: ignore[misc]
-        return box["value"]  # type: ignore[return-value]
+        error, value = box.get("error"), box.get("value")
+        if isinstance(error, BaseException):
+            raise error
+        assert isinstance(value, Response), "the worker sets value or error before it ends"
+        return value
 
     def _get_body(self, url: str, headers: Dict[str, str], limit: int, deadline: float,
                   box: Dict[str, object]) -> Response:
@@ -662,26 +666,6 @@ def _short(exc: BaseException) -> str:
 # --------------------------------------------------------------------------- requirements
 
 
-LINUX_X86_64 = {
-    "platform_system": "Linux",
-    "sys_platform": "linux",
-    "platform_machine": "x86_64",
-    "os_name": "posix",
-    "implementation_name": "cpython",
-    "platform_python_implementation": "CPython",
-    "platform_release": "",
-    "platform_version": "",
-    "implementation_version": "3.12.0",
-}
-
-
-def marker_env(python: str = "3.12") -> Dict[str, str]:
-    env = dict(LINUX_X86_64)
-    env["python_version"] = python
-    env["python_full_version"] = python + ".0"
-    return env
-
-
 def python_for(dist: Optional[DistFile], default: str = "3.12") -> str:
     """The Python version a wheel's markers are evaluated for (its lowest CPython tag)."""
     if dist is not None:
@@ -698,7 +682,7 @@ def requirements(meta: Metadata, extra: Optional[str] = None, python: str = "3.1
     With ``extra`` given and ``base`` False, only requirements that need the extra are returned.
     Later lines for the same project are merged into one specifier set.
     """
-    env = marker_env(python)
+    env = marker_env_for("Linux", "x86_64", python)
     out: Dict[str, Requirement] = {}
     extras = []
     if extra:
@@ -758,33 +742,6 @@ def exact_pin(spec: Optional[str]) -> Optional[str]:
     return None
 
 
-def lower_bound(spec: Optional[str]) -> Optional[str]:
-    """The lowest version a specifier allows when it has an ``==``, ``>=``, ``~=`` or ``===`` bound."""
-    if not spec:
-        return None
-    pin = exact_pin(spec)
-    if pin:
-        return pin
-    try:
-        ss = SpecifierSet(spec)
-    except InvalidSpecifier:
-        return None
-    lows = []
-    for s in ss:
-        if s.operator in (">=", "~=", "==") and "*" not in s.version:
-            try:
-                lows.append(Version(s.version))
-            except InvalidVersion:
-                continue
-    if not lows:
-        return None
-    best = max(lows)
-    for s in ss:
-        if s.operator in (">=", "~=", "==") and "*" not in s.version and Version(s.version) == best:
-            return s.version
-    return str(best)
-
-
 def same_spec(a: Optional[str], b: Optional[str]) -> bool:
     """Two specifier strings mean the same set of clauses (order-insensitive; "(==1)" == "==1")."""
     if a is None or b is None:
@@ -797,7 +754,7 @@ def same_spec(a: Optional[str], b: Optional[str]) -> bool:
 
 __all__ = [
     "DistFile", "IndexClient", "IndexConfig", "IndexUnavailable", "Metadata", "NO_INDEX_MESSAGE", "NoIndexConfigured",
-    "configured_indexes", "exact_pin", "lower_bound", "parse_html_page", "parse_json_page", "parse_metadata",
+    "configured_indexes", "exact_pin", "parse_html_page", "parse_json_page", "parse_metadata",
     "pick_wheel", "pip_config_files", "pip_default_index", "python_for", "read_pip_config", "requirements",
     "same_spec", "spec_of",
 ]

@@ -8,6 +8,8 @@ from typing import Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
+from envdoctor.facts.pins import canonical_name
+
 from . import load as L
 from .tables import (
     AmdGpu,
@@ -64,6 +66,14 @@ def amd_name_tokens(name: str) -> Tuple[str, ...]:
 
 class Matrices:
     """All matrix tables, loaded by :func:`envdoctor.knowledge.load_matrices`."""
+
+    @classmethod
+    def empty(cls, why: str = "") -> "Matrices":
+        """Matrices with no rows: what the rules read when no data could be loaded (every lookup finds nothing,
+        so judgements rest on what the snapshot itself says)."""
+        return cls(collected="", warnings=[why] if why else [], sources={}, table_collected={}, cuda_releases=[],
+                   mvc={}, archs={}, gpus=[], pytorch_releases=[], conda=[], tensorflow_releases=[], jax_releases=[],
+                   cudnn_releases=[], incompatibilities=[])
 
     def __init__(
         self,
@@ -368,7 +378,7 @@ class Matrices:
 
     def deprecated_distribution(self, name: str, version: Optional[str] = None) -> Optional[DeprecatedDistribution]:
         """The row saying distribution `name` at `version` (None: some release of it) installs no framework."""
-        norm = re.sub(r"[-_.]+", "-", str(name or "")).lower()
+        norm = canonical_name(name)
         for row in self.deprecated_distributions:
             if row.name == norm and row.covers(version):
                 return row

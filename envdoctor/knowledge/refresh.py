@@ -40,7 +40,10 @@ from packaging.version import Version
 from envdoctor.errors import EnvdoctorError
 
 from . import load as L
-from .index import DistFile, IndexClient, exact_pin, lower_bound, python_for, requirements, spec_of
+from envdoctor.facts.versions import lower_bound
+from envdoctor.facts.versions import major_minor as series
+
+from .index import DistFile, IndexClient, exact_pin, python_for, requirements, spec_of
 from .verify import _first, _jaxlib_requirement, _torch_cuda
 
 REFRESH_TABLES = ("pytorch", "tensorflow", "jax")
@@ -122,10 +125,6 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _series(v: Version) -> str:
-    return f"{v.major}.{(v.release + (0,))[1]}"
-
-
 def _python_spec(files: Sequence[DistFile], version: Version, requires_python: Optional[str]) -> Optional[str]:
     """``">=3.11,<3.16"`` from the CPython tags of a release's Linux wheels; else Requires-Python."""
     cps = sorted({cp for f in files if Version(f.version.public) == version and f.is_manylinux_x86_64
@@ -193,12 +192,12 @@ def _torch(m, client: IndexClient, date: str) -> TableUpdate:
     prev_patch = _newest_patch_row(releases)
     for v in new:
         dist, meta = client.release_metadata("torch", str(v))
-        if meta is None:
+        if meta is None or dist is None:  # release_metadata gives no metadata without a wheel
             up.messages.append(f"torch {v}: the index offers no metadata file for {dist.filename if dist else 'its wheel'} "
                                "(the wheel is not downloaded); skipped")
             continue
         reqs = requirements(meta, python=python_for(dist))
-        sv = _series(v)
+        sv = series(v)
         source = meta.source
         cuda_pin, toolkit_pin = _torch_cuda(reqs)
         cudnn_pin = exact_pin(spec_of(_first(reqs, "nvidia-cudnn-cu")))
@@ -237,8 +236,8 @@ def _torch(m, client: IndexClient, date: str) -> TableUpdate:
             up.added.append(f"torch {v} (patch of the known {sv} release; default build {vname})")
             continue
         if sv in new_series:
-            rel = new_series[sv]
-            rel["patches"] = sorted(set(rel["patches"]) | {str(v)}, key=Version)
+            known_row = new_series[sv]
+            known_row["patches"] = sorted(set(known_row["patches"]) | {str(v)}, key=Version)
             up.added.append(f"torch {v} (patch of the new {sv} release)")
             continue
         prev_rel = releases[-1] if releases else None
@@ -374,12 +373,12 @@ class _Companions:
 
     def for_torch(self, torch: Version, prev_patch) -> Optional[Tuple[str, str]]:
         new = self._load()
-        exact = [(v, s) for v, s in new if s and exact_pin(s) and Version(exact_pin(s)) == torch]
+        exact = [(v, s) for v, s in new if s and (pin := exact_pin(s)) and Version(pin) == torch]
         if exact:
             v, s = max(exact)
             self._notes[torch] = f"{self.project} {v} pins torch {s}"
             return str(v), s
-        fits = [(v, s) for v, s in new if _spec_contains(s, torch)]
+        fits = [(v, s) for v, s in new if s and _spec_contains(s, torch)]
         if fits:
             v, s = max(fits)
             self._notes[torch] = f"{self.project} {v} requires torch {s}"
@@ -409,7 +408,7 @@ def _tensorflow(m, client: IndexClient, date: str) -> TableUpdate:
     by_series: Dict[Version, Version] = {}
     patches: List[Version] = []
     for v in client.versions("tensorflow"):
-        s = Version(_series(v))
+        s = Version(series(v))
         if v in known_versions or (oldest is not None and v < oldest):
             continue
         if s in known_series:
@@ -420,7 +419,7 @@ def _tensorflow(m, client: IndexClient, date: str) -> TableUpdate:
         by_series[s] = min(by_series.get(s, v), v)
     files = client.project_files("tensorflow") if (by_series or patches) else []
     for v in patches:
-        _tf_patch(client, files, v, date, up, next(r for r in releases if Version(r.version) == Version(_series(v))))
+        _tf_patch(client, files, v, date, up, next(r for r in releases if Version(r.version) == Version(series(v))))
     if not by_series:
         if not patches:
             up.messages.append(f"nothing newer than tensorflow {up.newest_known} on the index")
@@ -442,12 +441,12 @@ def _tensorflow(m, client: IndexClient, date: str) -> TableUpdate:
         cudnn = next((p for k, p in sorted(pins.items()) if k.startswith("nvidia-cudnn")), None)
         low_rt, low_dnn = lower_bound(runtime), lower_bound(cudnn)
         if low_rt:
-            row["cuda"] = _series(Version(low_rt))
+            row["cuda"] = series(low_rt)
         elif prev is not None:
             row["cuda"] = prev.cuda
             assumed.append(f"cuda assumed from tensorflow {prev.version}")
         if low_dnn:
-            row["cudnn"] = _series(Version(low_dnn))
+            row["cudnn"] = series(low_dnn)
         elif prev is not None:
             row["cudnn"] = prev.cudnn
             assumed.append(f"cudnn assumed from tensorflow {prev.version}")
@@ -594,7 +593,7 @@ def _jax_plugin(m, client: IndexClient, v: Version, name: str, package: str, pin
         cudnn = own_cudnn
         runtime = runtime or own.get(f"nvidia-cuda-runtime-cu{major}")
     if cudnn and lower_bound(cudnn):
-        row["cudnn"], row["cudnn_min"] = cudnn, lower_bound(cudnn)
+        row["cudnn"], row["cudnn_min"] = cudnn, str(lower_bound(cudnn))
     elif prev is not None:
         row["cudnn"], row["cudnn_min"] = prev.cudnn, prev.cudnn_min
         assumed.append(f"cuDNN assumed from jax {prev.jax} {name}")

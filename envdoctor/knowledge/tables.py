@@ -14,6 +14,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from envdoctor.facts.versions import cc_tuple, normalize_cc, parse_version
+from envdoctor.facts.versions import major_minor as series
+
 __all__ = [
     "ArchInfo",
     "CondaChannel",
@@ -40,61 +43,6 @@ PLATFORMS = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64", "macos
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def parse_version(value: object) -> Optional[Version]:
-    """``Version`` of a version-like string (a local label such as ``+cu121`` is kept); None if unparsable."""
-    if value is None:
-        return None
-    if isinstance(value, Version):
-        return value
-    text = str(value).strip()
-    if not text:
-        return None
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
-
-
-def series(value: object) -> Optional[str]:
-    """``"12.4"`` for ``"12.4.1"`` / ``"12.4"`` / ``"2.1.2+cu121"``; None if unparsable."""
-    v = parse_version(value)
-    if v is None:
-        return None
-    rel = v.release + (0,)
-    return f"{rel[0]}.{rel[1]}"
-
-
-_CC_DOTTED = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
-_CC_SM = re.compile(r"^\s*(?:sm|compute|lto)?_?(\d+?)(\d)[af]?\s*$", re.IGNORECASE)
-
-
-def normalize_cc(value: object) -> Optional[str]:
-    """Compute capability as ``"8.6"`` from ``"8.6"``, ``"86"``, ``"sm_86"``, ``"compute_90a"``, ``(8, 6)``."""
-    if value is None:
-        return None
-    if isinstance(value, (tuple, list)) and len(value) == 2:
-        try:
-            return f"{int(value[0])}.{int(value[1])}"
-        except (TypeError, ValueError):
-            return None
-    text = str(value).strip()
-    m = _CC_DOTTED.match(text)
-    if m:
-        return f"{int(m.group(1))}.{int(m.group(2))}"
-    m = _CC_SM.match(text)
-    if m and m.group(1):
-        return f"{int(m.group(1))}.{int(m.group(2))}"
-    return None
-
-
-def cc_tuple(value: object) -> Optional[Tuple[int, int]]:
-    cc = normalize_cc(value)
-    if cc is None:
-        return None
-    a, b = cc.split(".")
-    return int(a), int(b)
 
 
 def normalize_os(value: object) -> Optional[str]:

@@ -31,7 +31,9 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from . import lazywheel
-from .index import IndexClient, Metadata, exact_pin, lower_bound, python_for, requirements, same_spec, spec_of
+from envdoctor.facts.versions import lower_bound
+
+from .index import DistFile, IndexClient, Metadata, exact_pin, python_for, requirements, same_spec, spec_of
 
 DEFAULT_TOTAL_TIMEOUT = 600.0
 NO_METADATA = "no metadata file (wheel not downloaded)"
@@ -108,7 +110,7 @@ class _Verifier:
 
     # ----------------------------------------------------------------- helpers
 
-    def read(self, table: str, project: str, version: str) -> Tuple[Optional[object], Optional[Metadata]]:
+    def read(self, table: str, project: str, version: str) -> Tuple[Optional[DistFile], Optional[Metadata]]:
         if self.collect:
             self.wanted.append(self.client.pick_wheel(project, version))
             return None, None
@@ -161,11 +163,12 @@ class _Verifier:
             self.r.notes.append(Disagreement(table, release, fld + " (the index lists fewer)", tval, ", ".join(got),
                                              row.origin, meta.source))
 
-    def version(self, table: str, release: str, fld: str, tval: Optional[str], ival: Optional[str], row, meta: Metadata,
+    def version(self, table: str, release: str, fld: str, tval: Optional[str], ival: object, row, meta: Metadata,
                 depth: Optional[int] = None) -> None:
-        """Compare two versions (``depth`` 2: only major.minor)."""
+        """Compare two versions (``depth`` 2: only major.minor); `ival` may be a Version (a specifier's floor)."""
         if tval is None:
             return
+        ival = None if ival is None else str(ival)
         self.r.compared += 1
         if ival is None or not _same_version(tval, ival, depth):
             self.r.disagreements.append(Disagreement(table, release, fld, tval, ival, row.origin, meta.source))

@@ -9,10 +9,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.doctor import obtain_snapshot
 from envdoctor.errors import BadInput
+from envdoctor.facts.platform import platform_key
 from envdoctor.infile import read_text_or_bad_input
 from envdoctor.knowledge import normalize_cc
 from envdoctor.lock.render import parse_lock
-from envdoctor.lock.resolve import COMPANIONS, Constraints, FrameworkRequest, GpuTarget, check
+from envdoctor.lock.resolve import COMPANIONS, PLATFORMS, Constraints, FrameworkRequest, GpuTarget, check
 from envdoctor.outfile import exists, same_as, write_output
 from envdoctor.outfile import resolve as resolve_output
 from envdoctor.redact import redact_output
@@ -35,20 +36,10 @@ def given(cuda: Optional[str], driver: Optional[str], gpus: Sequence[str], pytho
 
 
 def machine_platform(snap: Any) -> Tuple[Optional[str], bool]:
-    """(platform name, wsl) of a snapshot's machine; None when it is not one lock knows."""
-    system = (snap.platform.system or "").lower()
-    arch = (snap.platform.machine or "").lower()
-    wsl = bool(snap.platform.wsl)
-    if system == "linux":
-        if arch in ("x86_64", "amd64"):
-            return "linux-x86_64", wsl
-        if arch in ("aarch64", "arm64"):
-            return "linux-aarch64", wsl
-    if system == "windows" and arch in ("amd64", "x86_64"):
-        return "win-amd64", False
-    if system == "darwin" and arch in ("arm64", "aarch64"):
-        return "macos-arm64", False
-    return None, wsl
+    """(platform key, wsl) of a snapshot's machine (envdoctor.facts.platform); None when lock has no builds for it."""
+    key = platform_key(snap)
+    wsl = bool(snap.platform.wsl) and bool(key and key.startswith("linux-"))
+    return (key if key in PLATFORMS else None), wsl
 
 
 def parse_gpu(m: Any, text: str) -> GpuTarget:

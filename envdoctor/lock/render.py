@@ -230,8 +230,8 @@ def parse_lock(text: str, where: str = "the lock file") -> ParsedLock:
         data = loads_json(text, where)  # bounded depth and numbers: BadInput naming the file and line
         if not isinstance(data, dict) or data.get("schema") != SCHEMA or "lock" not in data:
             raise BadInput(f"{where} is not an envdoctor lock (no {SCHEMA!r} schema)")
-        lines = [x for x in data.get("requirements") or [] if isinstance(x, str)]
-        return _from_lines("json", data.get("record"), lines)
+        requirements = [x for x in data.get("requirements") or [] if isinstance(x, str)]
+        return _from_lines("json", data.get("record"), requirements)
     record = None
     for line in text.splitlines():
         s = line.strip()

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from envdoctor.errors import BadInput
+from envdoctor.facts.loader import DRIVER_CAUSE
+from envdoctor.facts.platform import distro_family
 from envdoctor.knowledge import normalize_cc
 from envdoctor.lock.core import machine_platform, parse_companions
 from envdoctor.lock.resolve import Constraints, FrameworkRequest, GpuTarget
@@ -42,14 +44,8 @@ TIMEOUT_QUERY = 60.0  # a base interpreter's version, `conda env list`
 
 # Findings that say the NVIDIA driver itself cannot be used (envdoctor.rules.machine).
 BROKEN_DRIVER_IDS = ("ED013", "ED014", "ED016")
-DRIVER_CAUSE = "nvidia-driver-unusable"
 _BROKEN_STATES = ("module_not_loaded", "version_mismatch", "smi_failed")
 
-_UBUNTU_LIKE = ("ubuntu", "linuxmint", "elementary", "zorin", "neon")
-_DEBIAN_LIKE = ("debian", "raspbian", "kali")
-_FEDORA = ("fedora", "nobara")
-_EL = ("rhel", "centos", "rocky", "almalinux", "ol", "amzn", "scientific")
-_SUSE = ("opensuse", "opensuse-leap", "opensuse-tumbleweed", "sles", "sled")
 NVIDIA_DRIVER_GUIDE = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/"
 
 
@@ -179,25 +175,6 @@ class DriverStop:
         return "\n".join(lines)
 
 
-def _family(snap: Any) -> str:
-    d = (snap.platform.distro_id or "").lower()
-    if d in _UBUNTU_LIKE:
-        return "ubuntu"
-    if d == "pop":
-        return "pop"
-    if d in _DEBIAN_LIKE:
-        return "debian"
-    if d in _FEDORA:
-        return "fedora"
-    if d in _EL:
-        return "el"
-    if d in _SUSE or d.startswith("opensuse"):
-        return "suse"
-    if d in ("arch", "endeavouros"):
-        return "arch"
-    if d == "manjaro":
-        return "manjaro"
-    return ""
 
 
 def _major(version: str) -> Optional[int]:
@@ -222,7 +199,7 @@ def install_driver_commands(snap: Any) -> List[str]:
         return ["# A container uses the host's driver: install it on the host (as for any machine), install the",
                 "# NVIDIA Container Toolkit there, and start this container with the GPU:",
                 "docker run --gpus all ... IMAGE"]
-    fam = _family(snap)
+    fam = distro_family(snap.platform.distro_id)
     arch = {"x86_64": "amd64", "aarch64": "arm64"}.get((p.machine or "").lower(), "$(dpkg --print-architecture)")
     if fam == "ubuntu":
         cmds = ["sudo ubuntu-drivers install   # the recommended NVIDIA driver for this GPU"]

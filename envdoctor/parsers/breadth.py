@@ -105,7 +105,8 @@ def parse_cpuinfo(text: Optional[str]) -> Tuple[str, List[str]]:
     text = checked_text(text)
     if text is None:
         return "", []
-    model, flags = "", []
+    model = ""
+    flags: List[str] = []
     for line in text.splitlines():
         key, sep, value = line.partition(":")
         if not sep:

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
+from envdoctor.facts.versions import major_minor as _series
 from envdoctor.parsers import NUM, NUM_END, checked_text
 
 _VERSION = rf"{NUM}(?:\.{NUM}){{1,3}}"
@@ -162,7 +163,7 @@ def parse_conda_meta_name(name: Optional[str]) -> Optional[Tuple[str, str]]:
 
 
 def major_minor(version: Optional[str]) -> Optional[str]:
+    """The X.Y series of a CUDA version as this parser reads it ("12.4.131" -> "12.4", "12" -> "12.0");
+    envdoctor.facts.versions.major_minor says what a series is."""
     v = _clean_version(version)
-    if v is None:
-        return None
-    return ".".join(v.split(".")[:2])
+    return _series(v) if v is not None else None

@@ -122,10 +122,11 @@ def plugin_dist(name: str) -> Optional[Tuple[str, str, str]]:
 def plugin_module_paths(name: str) -> Tuple[str, ...]:
     """Where a plugin distribution keeps its version.py, relative to site-packages."""
     parsed = plugin_dist(name)
-    if parsed is None:
+    m = _PLUGIN_RE.match(name.strip().lower()) if parsed is not None else None
+    if parsed is None or m is None:
         return ()
     kind, _, part = parsed
-    digits = _PLUGIN_RE.match(name.strip().lower()).group(2)  # type: ignore[union-attr]
+    digits = m.group(2)  # the digits as written ("60"; plugin_dist gives ROCm's dotted "6.0")
     if part == "plugin":
         return (f"jax_{kind}{digits}_plugin/version.py",)
     return (f"jax_plugins/xla_{kind}{digits}/version.py",)
@@ -135,7 +136,8 @@ def jax_build(jaxlib_version: Optional[str], installed: Iterable[str]) -> Tuple[
     """(build, cuda_version, cudnn_version, rocm_version) of jax as installed.
 
     `installed` is the normalized distribution names present. A CUDA plugin
-    (highest major wins) makes it a CUDA build; else an old jaxlib +cudaNN label;
+    (highest major wins) makes it a CUDA build (keeping the cuDNN an old jaxlib's +cudaNN.cudnnNN label names);
+    else an old jaxlib +cudaNN label;
     else a ROCm plugin; else CPU (when jaxlib is there at all).
     """
     names = list(installed)
@@ -149,9 +151,11 @@ def jax_build(jaxlib_version: Optional[str], installed: Iterable[str]) -> Tuple[
             cuda_majors.append(p[1])
         else:
             rocm_versions.append(p[1])
-    if cuda_majors:
-        return ("cuda", max(cuda_majors, key=int), None, None)
     label = jaxlib_label_build(jaxlib_version)
+    if cuda_majors:
+        # the plugin decides the CUDA major; a jaxlib whose own label names a cuDNN (+cuda12.cudnn89) still says so
+        cudnn = label[2] if label[0] == "cuda" else None
+        return ("cuda", max(cuda_majors, key=int), cudnn, None)
     if label[0] != "unknown":
         return label
     if rocm_versions:

@@ -52,13 +52,13 @@ def _constant_assignments(text: str) -> Dict[str, object]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return _regex_assignments(text)
     for node in tree.body:
-        target = None
-        value = None
+        target: Optional[str] = None
+        value: Optional[ast.expr] = None
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             target, value = node.targets[0].id, node.value
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
             target, value = node.target.id, node.value
-        if target is None or target not in _NAMES:
+        if target is None or value is None or target not in _NAMES:
             continue
         try:
             out[target] = ast.literal_eval(value)

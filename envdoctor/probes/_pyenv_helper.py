@@ -44,6 +44,12 @@ FILES = {
     "onnxruntime": ["onnxruntime/capi/build_and_package_info.py"],
 }
 TF_FILES = ["tensorflow/python/platform/build_info.py"]
+# folders inside a distribution's package that may bundle CUDA libraries (older torch wheels: torch/lib/libcudnn.so.8,
+# libcudart-<hash>.so.11.0); only the file names are listed, at most MAX_BUNDLED of them
+BUNDLE_DIRS = {"torch": ["torch/lib"], "jaxlib": ["jaxlib/cuda", "jaxlib/lib"]}
+BUNDLED_RE = re.compile(r"^lib(cudnn|cublas|cublasLt|cudart|nccl|nvrtc|nvJitLink|cufft|curand|cusolver|cusparse)"
+                        r"([-_.].*)?\.so(\.[0-9.]+)?$")
+MAX_BUNDLED = 64
 CUPY_FILES = ["cupy/_version.py"]
 
 
@@ -110,7 +116,7 @@ def parse_headers(text):
 def egg_requires(path):
     """requires.txt of an egg-info, turned into Requires-Dist style lines."""
     text = read_text(os.path.join(path, "requires.txt"))
-    out = []
+    out = []  # type: list[str]  # a type comment: the helper runs on Python 3.6+
     if not text:
         return out
     section = ""
@@ -197,6 +203,26 @@ def find_file(rel, location, search_path):
     return None
 
 
+def bundled_libs(norm, location, search_path):
+    """Paths of the CUDA libraries a distribution's own package folders hold (names only, nothing opened)."""
+    out = []  # type: list[str]  # a type comment: the helper runs on Python 3.6+
+    for rel in BUNDLE_DIRS.get(norm, []):
+        parts = rel.split("/")
+        for base in [location] + [p for p in search_path if p != location]:
+            d = os.path.join(base, *parts)
+            if not os.path.isdir(d):
+                continue
+            try:
+                names = sorted(os.listdir(d))
+            except OSError:
+                names = []
+            for name in names:
+                if BUNDLED_RE.match(name) and len(out) < MAX_BUNDLED:
+                    out.append(os.path.join(d, name))
+            break
+    return out
+
+
 def site_dirs():
     out = []
     try:
@@ -218,7 +244,7 @@ def collect(path_entries):
     import sysconfig
 
     search_path = [p for p in path_entries if p and os.path.isdir(p)]
-    dists = {}
+    dists = {}  # type: dict[str, dict]  # a type comment: the helper runs on Python 3.6+
     order = []
     for base in search_path:
         try:
@@ -251,6 +277,9 @@ def collect(path_entries):
                 if text is not None:
                     files[rel] = {"path": path, "text": text}
         info["files"] = files
+        libs = bundled_libs(key, info["location"], search_path)
+        if libs:
+            info["bundled"] = libs
 
     impl = getattr(sys, "implementation", None)
     result = {

@@ -217,9 +217,9 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
             break
         try:
             st: Optional[os.stat_result] = os.stat(local)
-            ident: tuple = (st.st_dev, st.st_ino)
         except OSError:
-            st, ident = None, ("unstatable", local)  # scanned below, which says why
+            st = None  # scanned below, which says why
+        ident: tuple = (st.st_dev, st.st_ino) if st is not None else ("unstatable", local)
         if ident in seen_real:
             continue  # another name (a symlink, a hard link) of a file already read
         seen_real.add(ident)

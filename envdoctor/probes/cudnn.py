@@ -108,8 +108,19 @@ def _library_candidates(ctx: ProbeContext, snap: Snapshot) -> List[Tuple[str, st
     return out
 
 
+class _LibGroup:
+    """The names of one real libcudnn file and how each was found."""
+
+    __slots__ = ("version", "names", "how")
+
+    def __init__(self, version: Optional[str]) -> None:
+        self.version = version
+        self.names: List[str] = []
+        self.how: List[str] = []
+
+
 def _libraries(ctx: ProbeContext, snap: Snapshot, add) -> None:
-    groups: Dict[str, Dict[str, object]] = {}
+    groups: Dict[str, _LibGroup] = {}
     order: List[str] = []
     for path, how in _library_candidates(ctx, snap):
         parts = split_libname(posixpath.basename(path))
@@ -121,21 +132,20 @@ def _libraries(ctx: ProbeContext, snap: Snapshot, add) -> None:
         g = groups.get(real)
         if g is None:
             real_parts = split_libname(posixpath.basename(real))
-            g = groups[real] = {"version": real_parts[1] if real_parts and real_parts[0] == "libcudnn" else None,
-                                "names": [], "how": []}
+            g = groups[real] = _LibGroup(real_parts[1] if real_parts and real_parts[0] == "libcudnn" else None)
             order.append(real)
-        g["version"] = more_precise(g["version"], parts[1])  # type: ignore[arg-type]
-        if path not in g["names"]:  # type: ignore[operator]
-            g["names"].append(path)  # type: ignore[union-attr]
-        if how not in g["how"]:  # type: ignore[operator]
-            g["how"].append(how)  # type: ignore[union-attr]
+        g.version = more_precise(g.version, parts[1])
+        if path not in g.names:
+            g.names.append(path)
+        if how not in g.how:
+            g.how.append(how)
     for real in order:
         g = groups[real]
-        names = [n for n in g["names"] if n != real]  # type: ignore[union-attr]
-        ev = [Evidence(h, posixpath.basename(real)) for h in g["how"]]  # type: ignore[union-attr]
+        names = [n for n in g.names if n != real]
+        ev = [Evidence(h, posixpath.basename(real)) for h in g.how]
         if names:
             ev.append(Evidence("alias", ", ".join(names[:6]) + f" -> {real}"))
-        add(Cudnn(version=g["version"], kind="library", path=real, evidence=ev))  # type: ignore[arg-type]
+        add(Cudnn(version=g.version, kind="library", path=real, evidence=ev))
 
 
 def _wheels(ctx: ProbeContext, snap: Snapshot, add) -> None:

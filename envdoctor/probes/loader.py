@@ -1,7 +1,7 @@
 """The dynamic loader's view: LD_LIBRARY_PATH, LD_PRELOAD, the ldconfig cache, GPU env vars.
 
-`libraries` lists, for libcudart, libcudnn, libcublas, libnccl, libcuda, libnvrtc and
-libcusparse, one entry per real file (symlinks resolved, so libcudart.so.12 ->
+`libraries` lists, for libcudart, libcudnn, libcublas, libnccl, libcuda, libnvrtc,
+libcusparse and libnvJitLink, one entry per real file (symlinks resolved, so libcudart.so.12 ->
 libcudart.so.12.4.127 reports "12.4.127"):
   via "LD_LIBRARY_PATH": what each LD_LIBRARY_PATH dir holds;
   via "LD_PRELOAD": what LD_PRELOAD names;
@@ -25,7 +25,7 @@ from envdoctor.probes.base import ProbeContext
 from envdoctor.probes.toolkits import is_dir, is_file, read_text, resolve_path
 from envdoctor.snapshot import Evidence, Library, Loader, Snapshot
 
-LIB_NAMES = ("libcudart", "libcudnn", "libcublas", "libnccl", "libcuda", "libnvrtc", "libcusparse")
+LIB_NAMES = ("libcudart", "libcudnn", "libcublas", "libnccl", "libcuda", "libnvrtc", "libcusparse", "libnvJitLink")
 
 GPU_ENV_NAMES = (
     "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES",

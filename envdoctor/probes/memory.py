@@ -27,7 +27,7 @@ MIB = 1024 * 1024
 
 def _nvml_query() -> Optional[Dict[str, Any]]:
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml  # untyped: pyproject ignores its missing stubs
     except Exception:  # noqa: BLE001 - no bindings: the nvidia-smi fallback answers
         return None
     try:

@@ -188,7 +188,7 @@ def _nvml_error_answer(pynvml: Any, exc: BaseException, where: str) -> _NvmlAnsw
 
 def _query_nvml() -> _NvmlAnswer:
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml  # untyped: pyproject ignores its missing stubs
     except Exception as exc:  # noqa: BLE001 - any import failure means: no NVML bindings
         return _NvmlAnswer("missing", notes=[f"pynvml not importable: {type(exc).__name__}: {exc}"])
     try:

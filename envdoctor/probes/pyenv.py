@@ -23,7 +23,8 @@ from envdoctor.errors import BadInput
 from envdoctor.parsers import jax_build, tf_build_info, torch_version
 from envdoctor.probes import _pyenv_helper as helper
 from envdoctor.probes.base import ProbeContext, ProbeSkipped, ProbeUnknown
-from envdoctor.snapshot import Evidence, Framework, PythonEnv, Snapshot
+from envdoctor.parsers.libname import split_libname
+from envdoctor.snapshot import Evidence, Framework, Library, PythonEnv, Snapshot
 from envdoctor.subproc import Runner
 
 HELPER_PATH = Path(__file__).with_name("_pyenv_helper.py")
@@ -169,7 +170,8 @@ def helper_answer_problem(data: dict) -> Optional[str]:
         where = f"dists[{i}]"
         if not isinstance(d, dict):
             return f"{where} is {_type_name(d)}, not an object"
-        problem = _texts(where + ".", d, _DIST_TEXT) or _text_list(where + ".requires_dist", d.get("requires_dist"))
+        problem = _texts(where + ".", d, _DIST_TEXT) or _text_list(where + ".requires_dist", d.get("requires_dist")) \
+            or _text_list(where + ".bundled", d.get("bundled"))
         if problem:
             return problem
         for j, other in enumerate(d.get("shadowed") or []):
@@ -260,6 +262,21 @@ def _simple_assignments(text: str) -> Dict[str, str]:
     return {m.group(1): m.group(2) for m in re.finditer(r"^(\w+)\s*=\s*['\"]([^'\"\n]*)['\"]\s*$", text, re.M)}
 
 
+_HASHED = re.compile(r"-[0-9a-f]{8}$")  # libcudart-d0da41ae.so.11.0: the wheel build's hash tag
+
+
+def bundled_libraries(paths: List[str]) -> List[Library]:
+    """The CUDA libraries a framework wheel bundles (the helper's `bundled` paths), named like the loader probe names
+    them ("libcudart" for libcudart-d0da41ae.so.11.0), with the version the file name states (None when none)."""
+    out: List[Library] = []
+    for path in paths:
+        parts = split_libname(path)
+        if parts is None:
+            continue
+        out.append(Library(_HASHED.sub("", parts[0]), path, parts[1], "bundled"))
+    return out
+
+
 def _framework(dist: dict, installed: Dict[str, dict], platform_tag: str) -> Optional[Framework]:
     norm = dist.get("normalized") or helper.normalize(str(dist.get("name", "")))
     name = framework_name(norm)
@@ -275,6 +292,7 @@ def _framework(dist: dict, installed: Dict[str, dict], platform_tag: str) -> Opt
     )
     if dist.get("metadata_path"):
         fw.evidence.append(Evidence(f"file:{dist['metadata_path']}", f"Name: {dist.get('name')}\nVersion: {fw.version}"))
+    fw.bundled = bundled_libraries([str(x) for x in dist.get("bundled") or []])
 
     def read(rel: str) -> Optional[str]:
         path, text = _file(dist, rel)
@@ -297,13 +315,13 @@ def _framework(dist: dict, installed: Dict[str, dict], platform_tag: str) -> Opt
     elif name == "triton":
         fw.build = "rocm" if norm == "pytorch-triton-rocm" else "unknown"
     elif name == "tensorflow":
-        info = tf_build_info.parse_build_info(read("tensorflow/python/platform/build_info.py"))
-        if info is not None:
-            fw.build = info.build
-            fw.cuda_version = info.cuda_version
-            fw.cudnn_version = info.cudnn_version
-            fw.rocm_version = info.rocm_version
-            fw.arch_list = info.compute_capabilities
+        tf_info = tf_build_info.parse_build_info(read("tensorflow/python/platform/build_info.py"))
+        if tf_info is not None:
+            fw.build = tf_info.build
+            fw.cuda_version = tf_info.cuda_version
+            fw.cudnn_version = tf_info.cudnn_version
+            fw.rocm_version = tf_info.rocm_version
+            fw.arch_list = tf_info.compute_capabilities
         elif norm.endswith("-cpu"):
             fw.build = "cpu"
         elif norm.endswith("-gpu"):
@@ -311,15 +329,15 @@ def _framework(dist: dict, installed: Dict[str, dict], platform_tag: str) -> Opt
         if fw.build in ("cpu", "unknown") and "tensorflow-metal" in installed and platform_tag.startswith("macosx"):
             fw.build = "metal"
     elif name in ("jax", "jaxlib"):
-        info = jax_build.parse_jax_version_file(read(f"{name}/version.py"))
-        if info is not None and not fw.version:
-            fw.version = info.version or ""
+        jax_info = jax_build.parse_jax_version_file(read(f"{name}/version.py"))
+        if jax_info is not None and not fw.version:
+            fw.version = jax_info.version or ""
         jaxlib = installed.get("jaxlib")
         jaxlib_version = str(jaxlib.get("version") or "") if jaxlib else None
         build, cuda, cudnn, rocm = jax_build.jax_build(jaxlib_version, installed.keys())
         fw.build, fw.cuda_version, fw.cudnn_version, fw.rocm_version = build, cuda, cudnn, rocm
-    elif jax_build.plugin_dist(norm):
-        kind, version, _ = jax_build.plugin_dist(norm)  # type: ignore[misc]
+    elif (plugin := jax_build.plugin_dist(norm)) is not None:
+        kind, version, _ = plugin
         for rel in jax_build.plugin_module_paths(norm):
             read(rel)
         fw.build = kind
@@ -422,6 +440,7 @@ def _collect_in_process(python: str, chosen_by: str, ctx: ProbeContext) -> Optio
 
 def probe(ctx: ProbeContext, snap: Snapshot) -> None:
     python, explicit, chosen_by = resolve_target(ctx)
+    data: Optional[dict]
     if explicit:
         data = check_target_python(python, ctx.runner)
     else:

@@ -417,7 +417,7 @@ def choose_version(found: List[Tuple[str, str]]) -> Tuple[Optional[str], str, Op
     if not found:
         return None, "", None
     best = max(found, key=lambda sv: (len(sv[1].split(".")), _PRIORITY.get(sv[0], 0)))
-    mms = {}
+    mms: Dict[str, List[str]] = {}
     for src, v in found:
         mm = major_minor(v)
         if mm is not None:

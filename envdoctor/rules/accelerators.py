@@ -1,8 +1,12 @@
 """ED430-ED432: GPU paths other than NVIDIA CUDA, named; a ROCm build against the host's ROCm and its AMD GPUs."""
 from __future__ import annotations
 
-from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import major_minor, row_source
+from typing import List
+
+from envdoctor.facts.labels import row_source
+from envdoctor.facts.versions import major_minor
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 
 _WORDS = {"npu": "Ascend NPU (torch_npu: torch.npu)", "xpu": "Intel GPU (torch.xpu)",
           "mps": "Apple GPU (Metal Performance Shaders)", "rocm": "AMD GPU (ROCm/HIP)"}
@@ -21,7 +25,7 @@ such an environment as "CPU only"; it does not judge their drivers.
     references=["https://pytorch.org/docs/stable/notes/mps.html", "https://pytorch.org/docs/stable/notes/get_start_xpu.html",
                 "https://github.com/Ascend/pytorch"],
 )
-def other_accelerator(ctx, r):
+def other_accelerator(ctx: Context, r: Rule) -> List[Finding]:
     out = []
     for a in ctx.snap.accelerators:
         if a.kind == "rocm":
@@ -46,7 +50,7 @@ cause of "hipErrorNoBinaryForGpu" and of the GPU silently not being found; the b
     references=["https://rocm.docs.amd.com/en/latest/compatibility/compatibility-matrix.html",
                 "https://pytorch.org/get-started/locally/"],
 )
-def rocm_build_vs_host(ctx, r):
+def rocm_build_vs_host(ctx: Context, r: Rule) -> List[Finding]:
     out = []
     for a in ctx.snap.accelerators:
         if a.kind != "rocm":
@@ -80,10 +84,8 @@ A release outside the range read is not judged.
     references=["https://rocm.docs.amd.com/en/latest/compatibility/compatibility-matrix.html",
                 "https://rocm.docs.amd.com/en/latest/reference/gpu-arch-specs.html"],
 )
-def rocm_build_gpu_target(ctx, r):
+def rocm_build_gpu_target(ctx: Context, r: Rule) -> List[Finding]:
     m = ctx.matrices
-    if m is None:
-        return []
     out = []
     for a in ctx.snap.accelerators:
         rocm = major_minor(a.version) if a.kind == "rocm" else None
@@ -97,7 +99,7 @@ def rocm_build_gpu_target(ctx, r):
                   EvidenceItem("LLVM target", gfx or "?", "matrices/amd_gpus.toml")]
             if target is not None:
                 ev.append(EvidenceItem(f"{target.gfx} in AMD's matrix", _span(target), row_source(m, target)))
-            if listed is False:
+            if listed is False and target is not None:
                 severity = "warning"
                 if target.status in ("unlisted", "unsupported"):
                     # AMD does not ship or test it, but a framework's own arch list may still carry code for it
@@ -114,7 +116,7 @@ def rocm_build_gpu_target(ctx, r):
                 out.append(r.finding(f"{a.framework} is a ROCm {rocm} build, but {name} is {target.gfx}: {why}.",
                                      severity=severity, evidence=ev, fix=fix, subject=f"{a.framework} on {name}",
                                      cause=f"rocm-target:{target.gfx}:{rocm}"))
-            elif listed and target.status == "deprecated":
+            elif listed and target is not None and target.status == "deprecated":
                 out.append(r.finding(f"{name} ({target.gfx}) is deprecated in AMD's ROCm matrix: support is to be "
                                      f"removed in a later ROCm release than {target.listed_through}.",
                                      severity="info", evidence=ev, subject=f"{a.framework} on {name}"))

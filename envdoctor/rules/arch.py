@@ -20,27 +20,20 @@ from typing import Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
-from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import parse_version
-from envdoctor.rules.cuda_driver import (
-    CudaBuild,
-    build_arch,
-    cuda_builds,
-    driver_facts,
-    driver_runs,
-    gpu_label,
+from envdoctor.facts.builds import ArchInfo, CudaBuild, build_arch, cuda_builds
+from envdoctor.facts.driver import driver_facts, driver_runs
+from envdoctor.facts.gpus import gpu_label, kernel_for, newest_arch, variant_serves_cc, visible_gpus
+from envdoctor.facts.labels import row_source
+from envdoctor.facts.versions import major_minor as xy
+from envdoctor.facts.versions import parse_version
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
+from envdoctor.rules.cuda_driver import (  # moved by the frameworks branch (frameworks/*.candidates)
     jax_choice,
     jax_command,
-    kernel_for,
-    matrices,
-    newest_arch,
-    row_source,
     tf_choice,
     tf_command,
     torch_choice,
-    variant_serves_cc,
-    visible_gpus,
-    xy,
 )
 
 XLA_FAMILIES = ("tensorflow", "jax")
@@ -67,7 +60,7 @@ def _gpu_evidence(ctx, gpus) -> List[EvidenceItem]:
 
 
 def _arch_name(m, cc: str) -> str:
-    info = m.arch(cc) if m is not None else None
+    info = m.arch(cc)
     return f"{info.name} " if info is not None and info.name else ""
 
 
@@ -83,7 +76,7 @@ def _gpus_text(ctx, gpus) -> str:
     return f"GPUs {idx} {gpus[0].name} (compute capability {ctx.gpu_cc(gpus[0])})"
 
 
-def analyse(ctx, build: CudaBuild, cc: str) -> Tuple[str, Optional[str], Optional[object]]:
+def analyse(ctx: Context, build: CudaBuild, cc: str) -> Tuple[str, Optional[str], Optional[ArchInfo]]:
     """(verdict, detail, arch info) of a torch/TF build on a GPU of `cc`:
     ok | none | ptx-major | ptx-major-xla-dead | unknown."""
     info = build_arch(ctx, build)
@@ -99,8 +92,8 @@ def analyse(ctx, build: CudaBuild, cc: str) -> Tuple[str, Optional[str], Optiona
             return ("unknown", None, info)  # the last arch's PTX may be embedded: cannot tell
         return ("none", None, info)
     if kind == "ptx-major":
-        m = matrices(ctx)
-        if build.family in XLA_FAMILIES and m is not None and build.has_minor:
+        m = ctx.matrices
+        if build.family in XLA_FAMILIES and build.has_minor:
             if m.cuda_supports_cc(build.cuda, cc) is False:
                 return ("ptx-major-xla-dead", name, info)
         return ("ptx-major", name, info)
@@ -108,7 +101,7 @@ def analyse(ctx, build: CudaBuild, cc: str) -> Tuple[str, Optional[str], Optiona
 
 
 def _torch_fix(ctx, build: CudaBuild, all_ccs: List[str], cc: str) -> Tuple[List[str], List[EvidenceItem], str]:
-    m = matrices(ctx)
+    m = ctx.matrices
     df = driver_facts(ctx)
 
     def arch_ok(var) -> bool:
@@ -123,7 +116,7 @@ def _torch_fix(ctx, build: CudaBuild, all_ccs: List[str], cc: str) -> Tuple[List
         ch = torch_choice(ctx, build.fw, arch_ok)
         needs_driver = ch is not None and df is not None
     if ch is None:
-        newest = m.newest_known("torch") if m is not None else None
+        newest = m.newest_known("torch")
         return ([f"No torch release in envdoctor's data (through {newest}) publishes kernels for "
                  f"compute capability {cc}; build torch from source with TORCH_CUDA_ARCH_LIST=\"{cc}\"."],
                 [], f" No published torch wheel in the data has {_sm(cc)} kernels.")
@@ -136,7 +129,7 @@ def _torch_fix(ctx, build: CudaBuild, all_ccs: List[str], cc: str) -> Tuple[List
                 f"the newest that does is torch {ch.patch} {ch.variant.name}.")
     fixes.append(f"Install {ch.label()}, whose kernels cover {', '.join(_sm(c) for c in all_ccs)}:")
     fixes.append(ch.command(ctx))
-    if needs_driver and m is not None:
+    if needs_driver and df is not None:
         floor = m.mvc_floor(ch.variant.cuda_major or 0, df.os) if ch.variant.cuda_major else None
         if floor:
             fixes.append(f"(CUDA {ch.variant.cuda} builds need NVIDIA driver >= {floor}.)")
@@ -146,7 +139,7 @@ def _torch_fix(ctx, build: CudaBuild, all_ccs: List[str], cc: str) -> Tuple[List
 
 
 def _tf_fix(ctx, all_ccs: List[str], cc: str) -> Tuple[List[str], List[EvidenceItem]]:
-    m = matrices(ctx)
+    m = ctx.matrices
 
     def fits(rel) -> bool:
         if not rel.compute_capabilities:
@@ -159,7 +152,7 @@ def _tf_fix(ctx, all_ccs: List[str], cc: str) -> Tuple[List[str], List[EvidenceI
 
     rel = tf_choice(ctx, fits)
     if rel is None:
-        newest = m.newest_known("tensorflow") if m is not None else None
+        newest = m.newest_known("tensorflow")
         return ([f"No TensorFlow release in envdoctor's data (through {newest}) is known to ship kernels for "
                  f"compute capability {cc}; run TensorFlow on the CPU or another GPU, or build it from source "
                  f"with TF_CUDA_COMPUTE_CAPABILITIES={cc}."], [])
@@ -198,11 +191,11 @@ fix: `pip install torch==2.10.0 --index-url https://download.pytorch.org/whl/cu1
         "https://github.com/pytorch/pytorch/issues/172352",
     ],
 )
-def gpu_arch_not_in_build(ctx, r):
+def gpu_arch_not_in_build(ctx: Context, r: Rule) -> List[Finding]:
     vis = visible_gpus(ctx)
     if not vis.gpus or not ctx.has_nvidia_gpu:
         return []
-    m = matrices(ctx)
+    m = ctx.matrices
     groups = _cc_groups(ctx, vis.gpus)
     all_ccs = sorted(groups, key=lambda c: tuple(int(x) for x in c.split(".")))
     out = []
@@ -217,7 +210,7 @@ def gpu_arch_not_in_build(ctx, r):
             if verdict == "unknown" and info is None and cuda_cannot_target(m, b.cuda, cc):
                 out.append(_cuda_cannot_target_finding(ctx, r, b, cc, gpus, vis, all_ccs))
                 continue
-            if verdict in ("ok", "unknown"):
+            if verdict in ("ok", "unknown") or info is None:
                 continue
             archs = " ".join(info.arch_list)
             ev = _gpu_evidence(ctx, gpus) + [EvidenceItem(f"{b.label} compiled archs", archs, info.source)]
@@ -239,7 +232,7 @@ def gpu_arch_not_in_build(ctx, r):
                        f"kernel is JIT-compiled from {ptx} PTX on first use, which can take many minutes "
                        f"and may miss newer-architecture kernels in the bundled libraries.")
                 severity = "warning"
-            if info.presumed and severity == "error" and m is not None and \
+            if info.presumed and severity == "error" and \
                     m.cuda_supports_cc(b.cuda, cc) is not False:
                 # a presumed list is trusted for an error only where the build's CUDA cannot even target the GPU
                 severity = "warning"
@@ -267,7 +260,7 @@ def _arch_fix(ctx, b: CudaBuild, all_ccs: List[str], cc: str) -> Tuple[List[str]
 def cuda_cannot_target(m, cuda: str, cc: str) -> bool:
     """True when no toolkit of the build's CUDA (an X.Y, or every X.y of a major-only "12") can build kernels
     for compute capability `cc` (NVIDIA's CUDA-to-GPU table: CUDA 12 dropped Kepler, CUDA 10 predates Ampere)."""
-    if m is None or not cuda:
+    if not cuda:
         return False
     if "." in cuda:
         return m.cuda_supports_cc(cuda, cc) is False
@@ -277,7 +270,7 @@ def cuda_cannot_target(m, cuda: str, cc: str) -> bool:
 def _cuda_cannot_target_finding(ctx, r, b: CudaBuild, cc: str, gpus, vis, all_ccs):
     """A build whose arch list nobody knows (a release older than the data, a source build), judged by what it
     states itself: its CUDA cannot produce kernels for this GPU at all."""
-    m = matrices(ctx)
+    m = ctx.matrices
     arch = _arch_name(m, cc)
     info = m.arch(cc)
     span = ""
@@ -319,9 +312,7 @@ def _cuda_cannot_target_finding(ctx, r, b: CudaBuild, cc: str, gpus, vis, all_cc
 
 def _jax_findings(ctx, r, b: CudaBuild, groups, vis) -> list:
     """JAX CUDA plugins state a minimum compute capability (JAX compiles the rest itself with XLA)."""
-    m = matrices(ctx)
-    if m is None:
-        return []
+    m = ctx.matrices
     jv = ctx.framework("jax")
     rel = m.jax_release(jv.version) if jv is not None else None
     if rel is None:
@@ -389,9 +380,9 @@ vLLM) then crash. The minimum comes from envdoctor's data (incompatibility "trit
         "https://github.com/MIC-DKFZ/nnUNet/issues/2188",
     ],
 )
-def triton_gpu_too_old(ctx, r):
-    m = matrices(ctx)
-    if m is None or not ctx.has_nvidia_gpu:
+def triton_gpu_too_old(ctx: Context, r: Rule) -> List[Finding]:
+    m = ctx.matrices
+    if not ctx.has_nvidia_gpu:
         return []
     fact = m.incompatibility("triton-min-cc")
     if fact is None or parse_version(fact.value) is None:

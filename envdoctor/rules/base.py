@@ -12,7 +12,10 @@ its `consequences`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional
+
+if TYPE_CHECKING:
+    from envdoctor.rules.context import Context
 
 SEVERITIES = ("error", "warning", "info", "ok")
 SEVERITY_RANK = {"error": 3, "warning": 2, "info": 1, "ok": 0}
@@ -66,10 +69,11 @@ class Rule:
     rationale: str
     example: str
     references: List[str]
-    check: Callable[["Any"], List[Finding]]
+    check: Callable[["Context"], List[Finding]]
     module: str = ""  # the module that registered it: its family (envdoctor.rules.engine.FAMILY_MODULES)
 
-    def finding(self, message: str, *, severity: Optional[str] = None, evidence=None, fix=None,
+    def finding(self, message: str, *, severity: Optional[str] = None, evidence: Optional[Iterable[EvidenceItem]] = None,
+                fix: Optional[Iterable[str]] = None,
                 cause: Optional[str] = None, subject: str = "", title: Optional[str] = None,
                 area: Optional[str] = None) -> Finding:
         return Finding(
@@ -88,19 +92,30 @@ class Rule:
 REGISTRY: Dict[str, Rule] = {}
 
 
+def _no_findings(ctx: "Context") -> List[Finding]:
+    return []
+
+# What @rule registers: `fn(ctx, rule) -> list[Finding]`
+RuleFunction = Callable[["Context", Rule], List[Finding]]
+
+
 def rule(*, id: str, name: str, title: str, severity: str, area: str, rationale: str, example: str,
-         references: List[str]) -> Callable[[Callable], Callable]:
+         references: List[str]) -> Callable[[RuleFunction], RuleFunction]:
     """Register a rule function `fn(ctx, rule) -> list[Finding]`."""
     if severity not in SEVERITIES:
         raise ValueError(f"{id}: bad severity {severity}")
     if area not in AREAS:
         raise ValueError(f"{id}: bad area {area}")
 
-    def deco(fn: Callable) -> Callable:
+    def deco(fn: RuleFunction) -> RuleFunction:
         if id in REGISTRY:
             raise ValueError(f"duplicate rule id {id}")
-        r = Rule(id, name, title, severity, area, rationale.strip(), example.strip(), list(references), lambda ctx: [])
-        r.check = lambda ctx, _fn=fn, _r=r: list(_fn(ctx, _r) or [])
+        r = Rule(id, name, title, severity, area, rationale.strip(), example.strip(), list(references), _no_findings)
+
+        def check(ctx: "Context", _fn: RuleFunction = fn, _r: Rule = r) -> List[Finding]:
+            return list(_fn(ctx, _r) or [])
+
+        r.check = check
         r.module = getattr(fn, "__module__", "") or ""
         REGISTRY[id] = r
         return fn

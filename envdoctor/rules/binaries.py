@@ -8,12 +8,13 @@ the file the dynamic loader would load. Judged here with NVIDIA's rules from mat
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.binaries.compat import judge, load_facts
-from envdoctor.knowledge.tables import cc_tuple
-from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.cuda_driver import gpu_label, visible_gpus
+from envdoctor.facts.gpus import gpu_label, visible_gpus
+from envdoctor.facts.versions import cc_tuple
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 from envdoctor.snapshot import CudaBinary
 
 SHOWN_FILES = 3
@@ -59,8 +60,10 @@ def _gpu_groups(ctx):
     return groups
 
 
-def _verdicts(ctx, files: List[CudaBinary], cc: str):
+def _verdicts(ctx: Context, files: List[CudaBinary], cc: str) -> List[Tuple[CudaBinary, Any]]:
     target = cc_tuple(cc)
+    if target is None:
+        return []
     return [(b, judge(b.sass, b.ptx, b.ptx_isa, target, ctx.snap.driver.cuda_version)) for b in files
             if (b.sass or b.ptx) and not b.unreadable]
 
@@ -127,7 +130,7 @@ An extension built with -gencode arch=compute_80,code=sm_80 on a GeForce RTX 208
         "https://github.com/Dao-AILab/flash-attention/issues/1125",
     ],
 )
-def binary_no_kernel(ctx, r):
+def binary_no_kernel(ctx: Context, r: Rule) -> List[Finding]:
     out = []
     for cc, gpus, label, name, verdicts in _judged_packages(ctx, "none"):
         judged = [b for b, _ in verdicts]
@@ -173,7 +176,7 @@ first launch JIT-compiles compute_75 (PTX ISA 9.0, needs a driver for CUDA >= 13
         "https://docs.nvidia.com/cuda/parallel-thread-execution/index.html#release-notes-ptx-release-history",
     ],
 )
-def binary_ptx_jit_only(ctx, r):
+def binary_ptx_jit_only(ctx: Context, r: Rule) -> List[Finding]:
     out = []
     for cc, gpus, label, name, verdicts in _judged_packages(ctx, "ptx"):
         jit = [(b, v) for b, v in verdicts if v.kind == "ptx"]
@@ -224,7 +227,7 @@ flash_attn_2_cuda.so needs libcudart.so.11.0 in an environment with CUDA 12 whee
         "https://github.com/pytorch/pytorch/issues/104808",
     ],
 )
-def binary_missing_library(ctx, r):
+def binary_missing_library(ctx: Context, r: Rule) -> List[Finding]:
     out = []
     for b in ctx.snap.binaries.binaries:
         missing = _missing(ctx, b)

@@ -2,8 +2,11 @@
 mixed GPU generations."""
 from __future__ import annotations
 
+from typing import Any, Dict, List
+
 from envdoctor.parsers.breadth import arch_number, parse_arch_list
-from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 
 ARCH_VARS = ("TORCH_CUDA_ARCH_LIST", "CUDAARCHS", "CMAKE_CUDA_ARCHITECTURES")
 
@@ -40,7 +43,7 @@ Unsupported gpu architecture 'compute_50'") fails the build. Compared per GPU, w
                 "https://cmake.org/cmake/help/latest/prop_tgt/CUDA_ARCHITECTURES.html",
                 "https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/index.html#options-for-steering-gpu-code-generation"],
 )
-def arch_list_vs_gpus(ctx, r):
+def arch_list_vs_gpus(ctx: Context, r: Rule) -> List[Finding]:
     be = ctx.snap.buildenv
     out = []
     nvcc = {n for n in (arch_number(a) for a in be.nvcc_archs) if n}
@@ -65,7 +68,7 @@ def arch_list_vs_gpus(ctx, r):
             out.append(r.finding(f"{var}={value}: " + "; ".join(problems) + ".", subject=var,
                                  evidence=[EvidenceItem(var, value, f"env:{var}")]
                                  + ([EvidenceItem("nvcc --list-gpu-arch", " ".join(be.nvcc_archs), f"cmd:{be.nvcc} --list-gpu-arch")] if nvcc else []),
-                                 fix=[f"$ export {var}=\"" + ";".join(sorted({ctx.gpu_cc(g) for g in ctx.gpus if ctx.gpu_cc(g)})) + "\""
+                                 fix=[f"$ export {var}=\"" + ";".join(sorted({cc for cc in map(ctx.gpu_cc, ctx.gpus) if cc})) + "\""
                                       if ctx.gpus and var == "TORCH_CUDA_ARCH_LIST" else f"$ unset {var} (builds then target this machine's GPUs)"]))
     return out
 
@@ -81,7 +84,7 @@ left set in a shell profile or a job script.
     example="CUDA_LAUNCH_BLOCKING=1 exported in ~/.bashrc: ED632.",
     references=["https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#cuda-environment-variables"],
 )
-def cuda_launch_blocking(ctx, r):
+def cuda_launch_blocking(ctx: Context, r: Rule) -> List[Finding]:
     v = ctx.snap.buildenv.env.get("CUDA_LAUNCH_BLOCKING") or ctx.gpu_env.get("CUDA_LAUNCH_BLOCKING")
     if v is None or v.strip() in ("", "0"):
         return []
@@ -100,7 +103,7 @@ NCCL_SOCKET_IFNAME: init hangs). They are the first thing a distributed-training
     example="NCCL_P2P_DISABLE=1 NCCL_SOCKET_IFNAME=eth0: ED640 lists them.",
     references=["https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"],
 )
-def nccl_environment(ctx, r):
+def nccl_environment(ctx: Context, r: Rule) -> List[Finding]:
     env = ctx.snap.buildenv.nccl_env
     if not env:
         return []
@@ -122,8 +125,8 @@ slowest GPU.
     example="GPU 0: RTX 4090 (8.9), GPU 1: GTX 1080 Ti (6.1): ED641.",
     references=["https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#compute-capabilities"],
 )
-def mixed_gpu_generations(ctx, r):
-    ccs = {}
+def mixed_gpu_generations(ctx: Context, r: Rule) -> List[Finding]:
+    ccs: Dict[str, List[Any]] = {}
     for g in ctx.gpus:
         cc = ctx.gpu_cc(g)
         if cc:

@@ -11,27 +11,38 @@ silent here (ED001 says where things run).
 """
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from packaging.version import Version
 
-from envdoctor.rules.requires import marker_extras
-from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import parse_version
+from envdoctor.facts.builds import companion_pins
+from envdoctor.facts.labels import fw_label, row_src
+from envdoctor.facts.labels import fw_source as fw_src
+from envdoctor.facts.pins import jax_plugin, marker_extras, packages, spec
+from envdoctor.facts.platform import driver_os, platform_key
+from envdoctor.facts.versions import parse_version, public
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 from envdoctor.rules.intent import cpu_build_severity
-from envdoctor.rules.cudnn_pins import (
-    driver_os,
-    frameworks_named,
-    fw_label,
-    fw_src,
-    gpu_intent,
-    jax_plugin,
-    packages,
-    platform_key,
-    public,
-    row_src,
-)
 from envdoctor.snapshot import Framework
+
+
+def gpu_intent(ctx: Context) -> bool:
+    """Something says the user means to use an NVIDIA GPU: one is usable, or CUDA software/settings are there."""
+    if ctx.has_nvidia_gpu:
+        return True
+    pk = packages(ctx.snap)
+    if any(n.startswith("nvidia-") and n not in ("nvidia-ml-py", "nvidia-ml-py3") for n in pk):
+        return True
+    if any(n.startswith("jax-cuda") or n == "tensorflow-gpu" or n.startswith("cupy-cuda") for n in pk):
+        return True
+    env = ctx.snap.loader.gpu_env or {}
+    return any(k in env for k in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH"))
+
+
+def frameworks_named(ctx: Context, *names: str) -> List[Framework]:
+    return [fw for fw in ctx.frameworks if fw.name in names]
+
 
 # ----------------------------------------------------------------------------------------------
 # helpers: the GPU build that fits this machine
@@ -60,8 +71,6 @@ def _gpu_names(ctx) -> str:
 def torch_cuda_variant(ctx, version: str):
     """The newest CUDA variant of this torch release that the driver runs and whose archs cover every GPU."""
     m = ctx.matrices
-    if m is None:
-        return None
     rel = m.torch_release(version)
     if rel is None:
         return None
@@ -80,18 +89,9 @@ def torch_cuda_variant(ctx, version: str):
         good.append(v)
     if not good:
         return None
-    return max(good, key=lambda v: parse_version(v.cuda))
+    return max(good, key=lambda v: parse_version(v.cuda) or Version("0"))
 
 
-def companion_pins(ctx, torch_version: str) -> List[Tuple[str, str]]:
-    """(name, version) of the installed torchvision / torchaudio that match this torch (the release's patch row)."""
-    m = ctx.matrices
-    rel = m.torch_release(torch_version) if m is not None else None
-    row = rel.patch(torch_version) if rel is not None else None
-    if row is None:
-        return []
-    return [(name, getattr(row, name)) for name in ("torchvision", "torchaudio")
-            if ctx.framework(name) is not None and getattr(row, name, None)]
 
 
 def _companions(ctx, torch_version: str, label: str) -> List[str]:
@@ -114,7 +114,7 @@ def torch_install_cmd(ctx, torch_version: str, variant) -> str:
 def jax_cuda_plugin_for(ctx, jax_version: Optional[str]) -> Tuple[Optional[int], object]:
     """(cuda major, plugin row) of the newest jax CUDA plugin this driver and these GPUs can use."""
     m = ctx.matrices
-    rel = m.jax_release(jax_version) if (m is not None and jax_version) else None
+    rel = m.jax_release(jax_version) if jax_version else None
     ccs = [ctx.gpu_cc(g) for g in ctx.gpus]
     dv = parse_version(ctx.driver_version)
     if rel is not None and rel.plugins:
@@ -124,14 +124,14 @@ def jax_cuda_plugin_for(ctx, jax_version: Optional[str]) -> Tuple[Optional[int],
             if dv is not None and floor is not None and dv < floor:
                 continue
             cc_min = parse_version(pl.cc_min)
-            if cc_min is not None and any(cc and parse_version(cc) is not None and parse_version(cc) < cc_min for cc in ccs):
+            if cc_min is not None and any((parse_version(cc) or cc_min) < cc_min for cc in ccs if cc):
                 continue
             if best is None or pl.cuda_major > best.cuda_major:
                 best = pl
         if best is not None:
             return best.cuda_major, best
         return None, None
-    if m is None or not ctx.driver_version:
+    if not ctx.driver_version:
         return None, None
     for major in (13, 12):
         if m.driver_runs_cuda(ctx.driver_version, f"{major}.0", driver_os(ctx)):
@@ -150,7 +150,7 @@ def jax_install_cmd(ctx, jax_version: Optional[str]) -> Optional[str]:
 
 def _tf_gpu_fix(ctx, fw: Framework) -> Tuple[List[str], List[EvidenceItem]]:
     m = ctx.matrices
-    rel = m.tf_release(fw.version) if m is not None else None
+    rel = m.tf_release(fw.version)
     version = public(fw.version)
     fix: List[str] = []
     ev: List[EvidenceItem] = []
@@ -166,9 +166,10 @@ def _tf_gpu_fix(ctx, fw: Framework) -> Tuple[List[str], List[EvidenceItem]]:
                    f"https://www.tensorflow.org/install/source#gpu) and put their libraries on the loader path.")
     else:
         fix.append(f'$ pip install "tensorflow=={version}"')
-    if rel is not None and ctx.driver_version and m is not None and parse_version(rel.cuda) is not None \
+    tf_cuda = parse_version(rel.cuda) if rel is not None else None
+    if rel is not None and ctx.driver_version and tf_cuda is not None \
             and not m.driver_runs_cuda(ctx.driver_version, rel.cuda, driver_os(ctx)):
-        floor = m.mvc_floor(parse_version(rel.cuda).major, driver_os(ctx)) or m.min_driver_for_cuda(rel.cuda, driver_os(ctx))
+        floor = m.mvc_floor(tf_cuda.major, driver_os(ctx)) or m.min_driver_for_cuda(rel.cuda, driver_os(ctx))
         fix.append(f"TensorFlow {rel.version} is built for CUDA {rel.cuda}: upgrade the NVIDIA driver "
                    f"{ctx.driver_version} to >= {floor} first.")
     return fix, ev
@@ -177,8 +178,6 @@ def _tf_gpu_fix(ctx, fw: Framework) -> Tuple[List[str], List[EvidenceItem]]:
 def _tf_no_windows_gpu(ctx, fw: Framework) -> Optional[bool]:
     """True when this TensorFlow has no GPU build for native Windows (data first, then the recorded last release)."""
     m = ctx.matrices
-    if m is None:
-        return None
     rel = m.tf_release(fw.version)
     if rel is not None and rel.gpu_platforms:
         return not rel.gpu_on("win-amd64")
@@ -226,7 +225,7 @@ the data names none: the finding stands either way).
         "https://docs.jax.dev/en/latest/installation.html",
     ],
 )
-def cpu_build_on_gpu_machine(ctx, r):
+def cpu_build_on_gpu_machine(ctx: Context, r: Rule) -> List[Finding]:
     if not ctx.has_nvidia_gpu:
         return []
     findings = []
@@ -290,7 +289,7 @@ def cpu_build_on_gpu_machine(ctx, r):
 # ----------------------------------------------------------------------------------------------
 def _rocm_variant(ctx, version: str):
     m = ctx.matrices
-    rel = m.torch_release(version) if m is not None else None
+    rel = m.torch_release(version)
     if rel is None:
         return None
     have = parse_version(ctx.snap.rocm.version)
@@ -298,8 +297,8 @@ def _rocm_variant(ctx, version: str):
     if not rocms:
         return None
 
-    def rv(v) -> Version:
-        return parse_version(v.rocm or v.name[4:])
+    def rv(v: Any) -> Version:
+        return parse_version(v.rocm or v.name[4:]) or Version("0")
 
     if have is not None:
         fit = [v for v in rocms if (rv(v).major, rv(v).minor) <= (have.major, have.minor) and rv(v).major == have.major]
@@ -323,7 +322,7 @@ fine and silently runs on the CPU. The fix is the same release built for the ven
             "`pip install \"torch==2.4.1+rocm6.1\" --index-url https://download.pytorch.org/whl/rocm6.1`.",
     references=["https://pytorch.org/get-started/locally/", "https://rocm.docs.amd.com/projects/install-on-linux/en/latest/"],
 )
-def build_for_other_vendor(ctx, r):
+def build_for_other_vendor(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     findings = []
     amd = bool(snap.rocm.installed and snap.rocm.gpus) and not ctx.has_nvidia_gpu
@@ -367,9 +366,9 @@ def build_for_other_vendor(ctx, r):
                 fix, extra = _tf_gpu_fix(ctx, fw)
                 ev += extra
             else:
-                cmd = jax_install_cmd(ctx, fw.version)
-                if cmd:
-                    fix.append(cmd)
+                jax_cmd = jax_install_cmd(ctx, fw.version)
+                if jax_cmd:
+                    fix.append(jax_cmd)
             findings.append(r.finding(
                 f"{label} is a ROCm (AMD) build but this machine has {gpus} (NVIDIA driver {ctx.driver_version}): "
                 f"{fw.name} runs on the CPU.", evidence=ev, fix=fix, subject=label, cause=f"cpu-build:{fw.name}"))
@@ -408,7 +407,7 @@ stays an info (it has no CUDA at all).
         "https://pytorch.org/docs/stable/notes/mps.html",
     ],
 )
-def no_gpu_build_for_platform(ctx, r):
+def no_gpu_build_for_platform(ctx: Context, r: Rule) -> List[Finding]:
     if ctx.snap.platform.wsl or ctx.os not in ("windows", "macos"):
         return []
     if not gpu_intent(ctx):
@@ -429,12 +428,12 @@ def no_gpu_build_for_platform(ctx, r):
             if not _tf_no_windows_gpu(ctx, fw):
                 continue
             last = _last_windows_tf(ctx)
-            fact = m.incompatibility("tf-native-windows-gpu-last") if m is not None else None
+            fact = m.incompatibility("tf-native-windows-gpu-last")
             if fact is not None:
                 ev.append(EvidenceItem("fact", fact.summary, row_src(ctx, fact)))
             last_txt = f" (the last one was {last.version})" if last is not None else ""
             fix = ["Use WSL2 (Windows Subsystem for Linux), where TensorFlow's Linux GPU builds run:", "$ wsl --install"]
-            rel = m.tf_release(fw.version) if m is not None else None
+            rel = m.tf_release(fw.version)
             if rel is not None and rel.and_cuda:
                 fix += ["Then, inside WSL2:", f'$ pip install "tensorflow[and-cuda]=={public(fw.version)}"']
             elif rel is not None:
@@ -450,7 +449,7 @@ def no_gpu_build_for_platform(ctx, r):
                 f"TensorFlow {fw.version} has no GPU build for native Windows{last_txt}: it runs on the CPU{on}.",
                 severity=sev, evidence=ev, fix=fix, subject=label, cause=f"cpu-build:{fw.name}"))
         elif ctx.os == "windows" and fw.name == "jax":
-            fact = m.incompatibility("jax-native-windows-cuda") if m is not None else None
+            fact = m.incompatibility("jax-native-windows-cuda")
             if fact is not None:
                 ev.append(EvidenceItem("fact", fact.summary, row_src(ctx, fact)))
             cmd = jax_install_cmd(ctx, fw.version) if ctx.has_nvidia_gpu else None
@@ -468,7 +467,7 @@ def no_gpu_build_for_platform(ctx, r):
             elif fw.name == "tensorflow":
                 if fw.build == "metal" or "tensorflow-metal" in pk:
                     continue
-                fact = m.incompatibility("tf-macos-gpu") if m is not None else None
+                fact = m.incompatibility("tf-macos-gpu")
                 if fact is not None:
                     ev.append(EvidenceItem("fact", fact.summary, row_src(ctx, fact)))
                 fix = ["Install Apple's Metal plugin for the GPU:", "$ pip install tensorflow-metal"]
@@ -485,8 +484,6 @@ def no_gpu_build_for_platform(ctx, r):
 
 def _last_windows_tf(ctx):
     m = ctx.matrices
-    if m is None:
-        return None
     rows = [t for t in m.tensorflow_releases if t.gpu_on("win-amd64")]
     if not rows:
         return None
@@ -494,7 +491,6 @@ def _last_windows_tf(ctx):
 
 
 def _python_in(ctx, text: Optional[str]) -> Optional[bool]:
-    from envdoctor.rules.cudnn_pins import spec
 
     py = parse_version(ctx.python_version)
     sp = spec(text)

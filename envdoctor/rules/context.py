@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
-from envdoctor.knowledge.tables import parse_version  # noqa: F401 - the rules' one version parser
+from envdoctor.facts.versions import parse_version
+from envdoctor.knowledge.matrices import Matrices
 from envdoctor.snapshot import GPU, Framework, Snapshot
 
 
@@ -14,28 +15,15 @@ def base_version(text: Optional[str]) -> Optional[str]:
     return v.base_version if v is not None else None
 
 
-def row_source(matrices: Any, row: Any, default: str = "matrices") -> str:
-    """The source a matrix row cites (for a finding's evidence); `default` when there is none."""
-    if matrices is None or row is None:
-        return default
-    try:
-        return str(matrices.row_source(row))
-    except Exception:  # noqa: BLE001 - a row from an older cache may lack fields
-        return str(getattr(row, "source", "") or default)
-
-
-def major_minor(text: Optional[str]) -> Optional[str]:
-    v = parse_version(text)
-    if v is None:
-        return None
-    return f"{v.release[0]}.{v.release[1] if len(v.release) > 1 else 0}"
-
-
 @dataclass
 class Context:
     snap: Snapshot
-    matrices: Any = None  # envdoctor.knowledge.Matrices, or None when the data could not be loaded
-    extra: dict = field(default_factory=dict)  # room for commands that lay plans over a snapshot (gate)
+    matrices: Matrices  # Matrices.empty() when no data could be loaded: lookups find nothing, no guard needed
+    extra: Dict[str, Any] = field(default_factory=dict)  # room for commands that lay plans over a snapshot (gate)
+
+    def __post_init__(self) -> None:
+        if self.matrices is None:  # an untyped caller without data (commands.load_data's import failure)
+            self.matrices = Matrices.empty("compatibility data unavailable")
 
     # -- platform ----------------------------------------------------------
     @property
@@ -64,12 +52,7 @@ class Context:
         """The GPU's compute capability, from the probe or, failing that, from its name in the matrices."""
         if gpu.compute_capability:
             return gpu.compute_capability
-        if self.matrices is not None and gpu.name:
-            try:
-                return self.matrices.cc_for_gpu_name(gpu.name)
-            except Exception:  # noqa: BLE001 - matrices are optional here
-                return None
-        return None
+        return self.matrices.cc_for_gpu_name(gpu.name) if gpu.name else None
 
     @property
     def has_nvidia_gpu(self) -> bool:
@@ -88,9 +71,7 @@ class Context:
     def frameworks(self) -> List[Framework]:
         """The installed frameworks, less records of stub releases (tensorflow-gpu 2.12+ holds no TensorFlow:
         ED420 says so, and no rule judges it as a build)."""
-        lookup = getattr(self.matrices, "deprecated_distribution", None)
-        if lookup is None:
-            return list(self.snap.python.frameworks)
+        lookup = self.matrices.deprecated_distribution
         return [fw for fw in self.snap.python.frameworks if lookup(fw.distribution, fw.version or "") is None]
 
     @property

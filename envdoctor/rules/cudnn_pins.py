@@ -11,92 +11,47 @@ A pin guarded by an extra (tensorflow[and-cuda], jax-cuda12-plugin[with-cuda]) i
 when the package it names is installed, whoever installed it: the framework's RPATH finds the
 wheel's libraries either way. When it is absent the build looks for a system cuDNN instead.
 
-The helpers at the top (requirement parsing, marker evaluation, platform keys, pin overlap) are
-shared with builds.py (ED400-ED449) and versions.py (ED510-ED549).
+Requirement parsing, marker evaluation, platform keys and pins live in envdoctor.facts (pins, platform,
+versions, labels); the pin-overlap helpers at the top serve this module only.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
-from envdoctor.rules.requires import requirement
+from envdoctor.facts.labels import fw_label, row_src
+from envdoctor.facts.labels import fw_source as fw_src
+from envdoctor.facts.loader import reachable
+from envdoctor.facts.pins import Pin, is_cudnn_wheel, jax_plugin, norm, packages, parse_pins, spec
+from envdoctor.facts.platform import platform_key
+from envdoctor.facts.versions import lower_bound, parse_version, public
 from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import parse_version, row_source
 from envdoctor.snapshot import Cudnn, Framework, Snapshot
 
 # ----------------------------------------------------------------------------------------------
 # shared helpers
 # ----------------------------------------------------------------------------------------------
-_EXTRA_RE = re.compile(r"""extra\s*==\s*['"]([^'"]+)['"]""")
-_CUDNN_WHEEL_RE = re.compile(r"^nvidia-cudnn(?:-cu(\d+))?$")
-_JAX_PLUGIN_RE = re.compile(r"^jax-cuda(\d+)-(plugin|pjrt)$")
 
 
-def norm(name: str) -> str:
-    """PEP 503 normalized distribution name."""
-    return re.sub(r"[-_.]+", "-", str(name or "")).lower().strip()
 
 
-def norm_extra(name: str) -> str:
-    return norm(name)
 
 
-def packages(snap: Snapshot) -> Dict[str, str]:
-    """Installed distributions (normalized name -> version)."""
-    return {norm(k): str(v) for k, v in (snap.python.packages or {}).items() if v}
 
 
-def ver(text: Optional[str]) -> Optional[Version]:
-    return parse_version(text)
 
 
-def public(text: Optional[str]) -> Optional[Version]:
-    """The version without its local label ('2.1.2+cu121' -> 2.1.2)."""
-    v = parse_version(text)
-    if v is None:
-        return None
-    try:
-        return Version(v.public)
-    except InvalidVersion:  # pragma: no cover - public of a valid version is valid
-        return None
 
 
-def local_label(text: Optional[str]) -> Optional[str]:
-    v = parse_version(text)
-    return v.local if v is not None and v.local else None
 
 
-def spec(text: Optional[str]) -> Optional[SpecifierSet]:
-    if text is None:
-        return None
-    try:
-        return SpecifierSet(str(text))
-    except InvalidSpecifier:
-        return None
 
 
-def satisfies(version: Optional[str], specifier: Optional[SpecifierSet]) -> Optional[bool]:
-    v = parse_version(version)
-    if v is None or specifier is None:
-        return None
-    return specifier.contains(v, prereleases=True)
 
 
-def lower_bound(specifier: Optional[SpecifierSet]) -> Optional[Version]:
-    """The lowest version a specifier admits, read from its ==, ===, >=, ~= (and > as a floor) clauses."""
-    if specifier is None:
-        return None
-    best: Optional[Version] = None
-    for s in specifier:
-        if s.operator in ("==", "===", ">=", "~=", ">") and "*" not in s.version:
-            v = parse_version(s.version)
-            if v is not None and (best is None or v > best):
-                best = v
-    return best
 
 
 def spec_major(specifier: Optional[SpecifierSet]) -> Optional[int]:
@@ -135,143 +90,28 @@ def overlap(a: Optional[SpecifierSet], b: Optional[SpecifierSet]) -> Optional[bo
     return False
 
 
-def marker_env(snap: Snapshot) -> Optional[Dict[str, str]]:
-    """PEP 508 marker environment of the inspected interpreter, from the snapshot; None when unknown."""
-    system = (snap.platform.system or "").strip()
-    if not system:
-        return None
-    low = system.lower()
-    sys_platform = "win32" if low.startswith("win") else ("darwin" if low == "darwin" else "linux")
-    machine = snap.platform.machine or ""
-    py = snap.python.version or ""
-    parts = py.split(".")
-    py_short = ".".join(parts[:2]) if len(parts) >= 2 else py
-    return {
-        "platform_system": "Windows" if sys_platform == "win32" else system,
-        "sys_platform": sys_platform,
-        "platform_machine": machine,
-        "os_name": "nt" if sys_platform == "win32" else "posix",
-        "python_version": py_short or "3",
-        "python_full_version": py or "3",
-        "implementation_name": snap.python.implementation or "cpython",
-        "platform_python_implementation": "CPython" if (snap.python.implementation or "cpython") == "cpython" else "PyPy",
-        "platform_release": "",
-        "platform_version": "",
-        "implementation_version": py or "3",
-    }
 
 
-@dataclass
-class Pin:
-    """One Requires-Dist line of an installed build, whose platform markers hold here."""
-
-    owner: Framework
-    name: str  # normalized
-    specifier: SpecifierSet
-    line: str
-    extra: Optional[str]  # normalized extra guarding the line, None when unconditional
-    extras: Tuple[str, ...] = ()  # extras requested on the named package (jax-cuda12-plugin[with-cuda])
-
-    @property
-    def text(self) -> str:
-        return f"{self.name}{self.specifier}" if str(self.specifier) else self.name
-
-    def describe(self) -> str:
-        guard = f" (extra [{self.extra}])" if self.extra else ""
-        return f"{self.owner.distribution} {self.owner.version} requires {self.text}{guard}"
 
 
-def parse_pins(fw: Framework, snap: Snapshot) -> List[Pin]:
-    """The framework's Requires-Dist lines that apply on this platform/interpreter. Garbage lines are skipped."""
-    env = marker_env(snap)
-    out: List[Pin] = []
-    for line in fw.requires or []:
-        req = requirement(str(line))
-        if req is None:
-            continue
-        extra: Optional[str] = None
-        if req.marker is not None:
-            if env is None:
-                continue
-            text = str(req.marker)
-            found = _EXTRA_RE.findall(text)
-            extra_raw = found[0] if found else ""
-            e = dict(env)
-            e["extra"] = extra_raw
-            try:
-                applies = req.marker.evaluate(e)
-            except Exception:  # noqa: BLE001 - an odd marker means "unknown": skip the line
-                continue
-            if not applies:
-                continue
-            extra = norm_extra(extra_raw) if extra_raw else None
-        out.append(Pin(fw, norm(req.name), req.specifier, str(line).strip(), extra,
-                       tuple(sorted(norm_extra(x) for x in req.extras))))
-    return out
 
 
-def in_effect(pin: Pin, pkgs: Dict[str, str], extras: Optional[Dict[str, Optional[bool]]] = None) -> bool:
-    """Unconditional pins always; pins behind an extra when the package they name is installed and (when `extras`
-    says, envdoctor.facts.libraries) that extra itself was installed."""
-    if pin.extra is None:
-        return True
-    if extras is not None and extras.get(pin.extra) is False:
-        return False
-    return pin.name in pkgs
 
 
-def cudnn_wheel_major(name: str) -> Optional[int]:
-    """The CUDA major of an nvidia-cudnn-cuNN wheel name (None for other names, or plain nvidia-cudnn)."""
-    m = _CUDNN_WHEEL_RE.match(norm(name))
-    if not m or not m.group(1):
-        return None
-    return int(m.group(1))
 
 
-def is_cudnn_wheel(name: str) -> bool:
-    return bool(_CUDNN_WHEEL_RE.match(norm(name)))
 
 
-def jax_plugin(fw: Framework) -> Optional[Tuple[int, str]]:
-    """(cuda major, 'plugin'|'pjrt') for a jax CUDA plugin distribution."""
-    m = _JAX_PLUGIN_RE.match(norm(fw.distribution or fw.name))
-    if not m:
-        m = _JAX_PLUGIN_RE.match(norm(fw.name))
-    if not m:
-        return None
-    return int(m.group(1)), m.group(2)
 
 
-def platform_key(ctx) -> Optional[str]:
-    """The matrices' platform key: linux-x86_64 | linux-aarch64 | win-amd64 | macos-arm64 | macos-x86_64."""
-    machine = (ctx.snap.platform.machine or "").lower()
-    if ctx.os == "windows":
-        return "win-amd64" if machine in ("amd64", "x86_64", "") else None
-    if ctx.os == "macos":
-        return "macos-arm64" if machine in ("arm64", "aarch64") else "macos-x86_64"
-    if machine in ("x86_64", "amd64"):
-        return "linux-x86_64"
-    if machine in ("aarch64", "arm64"):
-        return "linux-aarch64"
-    return None
 
 
-def driver_os(ctx) -> str:
-    return "windows" if ctx.os == "windows" else "linux"
 
 
-def row_src(ctx, row) -> str:
-    return row_source(ctx.matrices, row, default="")
 
 
-def fw_src(fw: Framework) -> str:
-    if fw.evidence:
-        return fw.evidence[0].source
-    return f"python.packages:{fw.distribution}"
 
 
-def fw_label(fw: Framework) -> str:
-    return f"{fw.distribution or fw.name} {fw.version}"
 
 
 def probe_failed(snap: Snapshot, name: str) -> bool:
@@ -279,21 +119,8 @@ def probe_failed(snap: Snapshot, name: str) -> bool:
     return p is not None and p.status != "ok"
 
 
-def gpu_intent(ctx) -> bool:
-    """Something says the user means to use an NVIDIA GPU: one is usable, or CUDA software/settings are there."""
-    if ctx.has_nvidia_gpu:
-        return True
-    pk = packages(ctx.snap)
-    if any(n.startswith("nvidia-") and n not in ("nvidia-ml-py", "nvidia-ml-py3") for n in pk):
-        return True
-    if any(n.startswith("jax-cuda") or n == "tensorflow-gpu" or n.startswith("cupy-cuda") for n in pk):
-        return True
-    env = ctx.snap.loader.gpu_env or {}
-    return any(k in env for k in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH"))
 
 
-def frameworks_named(ctx, *names: str) -> List[Framework]:
-    return [fw for fw in ctx.frameworks if fw.name in names]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -354,6 +181,8 @@ def cudnn_needs(ctx) -> List[CudnnNeed]:
                 out.append(CudnnNeed(fw, rel_v.major, rel_v, None, False, row_src(ctx, rel), f"cuDNN {rel.cudnn}"))
             continue
         if fw.name == "jaxlib":
+            if any(jax_plugin(o) is not None and o.build == "cuda" for o in ctx.frameworks):
+                continue  # jax loads the CUDA plugin (its pins speak); jaxlib's +cudnnNN label stays evidence
             v = parse_version(fw.cudnn_version)
             if v is not None:
                 out.append(CudnnNeed(fw, v.major, v, None, True, fw_src(fw), f"cuDNN >= {fw.cudnn_version}"))
@@ -374,29 +203,8 @@ def _libraries(snap: Snapshot) -> List[Cudnn]:
     return [c for c in snap.cudnn if c.kind == "library" and parse_version(c.version) is not None]
 
 
-_TRUSTED_DIRS = ("/lib", "/usr/lib", "/lib64", "/usr/lib64", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
-                 "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib/sbsa-linux",
-                 "/usr/lib/powerpc64le-linux-gnu")
 
 
-def reachable(snap: Snapshot, c: Cudnn) -> bool:
-    """Would the dynamic loader find this library by name: LD_LIBRARY_PATH, the ldconfig cache, a trusted dir,
-    or the conda env's lib directory of a conda interpreter?"""
-    if c.kind == "wheel":
-        return True
-    if c.kind != "library" or not c.path:
-        return False
-    for e in c.evidence:
-        if e.source.startswith("env:LD_LIBRARY_PATH") or e.source.startswith("cmd:ldconfig"):
-            return True
-    d = c.path.rsplit("/", 1)[0] if "/" in c.path else ""
-    if d in _TRUSTED_DIRS or d in (snap.loader.ld_library_path or []):
-        return True
-    for lib in snap.loader.libraries:
-        if lib.name == "libcudnn" and (lib.path == c.path or lib.path.rsplit("/", 1)[0] == d):
-            return True
-    prefix = snap.python.prefix or ""
-    return bool(snap.python.kind == "conda" and prefix and d == prefix.rstrip("/") + "/lib")
 
 
 def _cudnn_src(c: Cudnn) -> str:
@@ -425,12 +233,20 @@ at start-up: "Loaded runtime CuDNN library: 8.5.0 but source was compiled with: 
 needs to have matching major version and equal or higher minor version" (an error: the framework does
 not start its GPU path). Pip builds name the cuDNN
 they need in their Requires-Dist pins (nvidia-cudnn-cu12==9.1.0.70); TensorFlow without [and-cuda]
-and jax's *_local installs need a system cuDNN of the right major on the loader path.
+and jax's *_local installs need a system cuDNN of the right major on the loader path. Which copy a build
+gets is what envdoctor's library resolver (envdoctor.facts.libraries) says, in the loader's order:
+LD_PRELOAD, LD_LIBRARY_PATH, the build's own wheel or torch/lib bundle (RUNPATH), the conda env, the
+ldconfig cache and system dirs; the first copy of the right soname is judged, not the newest one on the
+machine ("Is there an older CuDNN somewhere on your system?"). A pin behind an extra that was not
+installed (plain tensorflow, not [and-cuda]) is not a requirement; with a jax CUDA plugin installed the
+plugin's cuDNN need is judged and jaxlib's own +cudnnNN label stays evidence.
 """,
     example="jaxlib 0.4.7+cuda11.cudnn86 with only libcudnn.so.8.5.0 on the machine: `ED300 error`, "
             "'jaxlib 0.4.7+cuda11.cudnn86 needs cuDNN >= 8.6; the newest cuDNN 8 found is 8.5.0'.",
     references=[
         "https://github.com/jax-ml/jax/issues/15268",
+        "https://github.com/jax-ml/jax/issues/22416",
+        "https://github.com/rdyro/torch2jax/issues/29",
         "https://github.com/jax-ml/jax/issues/6517",
         "https://github.com/tensorflow/tensorflow/issues/60913",
         "https://github.com/jax-ml/jax/issues/29315",
@@ -440,6 +256,8 @@ and jax's *_local installs need a system cuDNN of the right major on the loader 
     ],
 )
 def cudnn_missing_or_wrong(ctx, r):
+    from envdoctor.facts.libraries import loaded
+
     snap = ctx.snap
     pkgs = packages(snap)
     findings = []
@@ -491,6 +309,19 @@ def cudnn_missing_or_wrong(ctx, r):
             continue  # the installed packages are unknown: nothing to judge
         # pins behind an extra (not installed) or no pin at all: the build looks for a system cuDNN
         if not ctx.has_nvidia_gpu or ctx.os != "linux" or not libs_known or need.major is None:
+            continue
+        lib = loaded(ctx, fw, "cudnn")
+        lib_v = parse_version(lib.version) if lib is not None else None
+        if lib is not None and lib_v is not None and lib.major == need.major and len(lib_v.release) >= 2 \
+                and lib.where in ("LD_PRELOAD", "LD_LIBRARY_PATH", "binaries", "wheel"):
+            # the copy the loader takes (envdoctor.facts.libraries): one on the path comes before any wheel or system
+            # cuDNN; a wheel is found through the build's RUNPATH whoever installed it (tensorflow/tensorflow#59825)
+            wheel = lib.package.split()[0] if lib.where == "wheel" and lib.package else None
+            where = f"{lib.package} wheel" if wheel else f"{lib.path}, first on {lib.where}"
+            f = _judge_version(ctx, r, need, lib.version or "", where,
+                               "python.packages" if wheel else lib.version_source, base_ev, fix_wheel=wheel)
+            if f is not None:
+                findings.append(f)
             continue
         if need.wheels_count and pin is None:
             wheel = next(((n, v) for n, v in other_wheels.items()
@@ -582,7 +413,12 @@ def _judge_system(ctx, r, need: CudnnNeed, base_ev, other_wheels: Dict[str, str]
                      f'$ pip install "nvidia-cudnn-cu{fw_cuda}{lo}<{need.major + 1}"'])
         same = [c for c, _ in fitting]
     if same:
-        newest = max(same, key=lambda c: parse_version(c.version))
+        # the copy the loader picks (envdoctor.facts.libraries), else the newest of that major
+        from envdoctor.facts.libraries import loaded
+
+        lib = loaded(ctx, fw, "cudnn")
+        picked = [c for c in same if lib is not None and c.path == lib.path]
+        newest = picked[0] if picked else max(same, key=lambda c: parse_version(c.version))
         return _judge_version(ctx, r, need, newest.version, f"{newest.path}", _cudnn_src(newest), base_ev)
     cuda_major = _cuda_major(fw) or need.major
     wheel_name = f"nvidia-cudnn-cu{cuda_major}"
@@ -749,7 +585,7 @@ def _violation_severity(installed: Version, pin: Pin) -> str:
 
 
 def pin_clashes(ctx) -> List[Clash]:
-    from envdoctor.facts.libraries import extras_in_effect
+    from envdoctor.facts.libraries import pins_in_effect
 
     snap = ctx.snap
     pkgs = packages(snap)
@@ -758,9 +594,9 @@ def pin_clashes(ctx) -> List[Clash]:
         fam = _family(fw)
         if fam is None:
             continue
-        extras = extras_in_effect(fw, snap, ctx.frameworks)
-        pins = [p for p in parse_pins(fw, snap) if (p.name.startswith("nvidia-") or p.name.startswith("cuda-"))
-                and in_effect(p, pkgs, extras) and str(p.specifier)]
+        # the pins the library resolver holds in effect (an extra that was not installed pins nothing)
+        pins = [p for p in pins_in_effect(fw, snap, ctx.frameworks)
+                if (p.name.startswith("nvidia-") or p.name.startswith("cuda-")) and str(p.specifier)]
         by_family.setdefault(fam, []).extend(pins)
     out: List[Clash] = []
     fams = [f for f in _FAMILY_ORDER if f in by_family]
@@ -867,11 +703,9 @@ def _agree(pins_a: Dict[str, SpecifierSet], pins_b: Dict[str, SpecifierSet], pac
 
 
 def _current_pins(ctx, fw: Framework) -> Dict[str, SpecifierSet]:
-    from envdoctor.facts.libraries import extras_in_effect
+    from envdoctor.facts.libraries import pins_in_effect
 
-    pk = packages(ctx.snap)
-    extras = extras_in_effect(fw, ctx.snap, ctx.frameworks)
-    return {p.name: p.specifier for p in parse_pins(fw, ctx.snap) if in_effect(p, pk, extras) and str(p.specifier)}
+    return {p.name: p.specifier for p in pins_in_effect(fw, ctx.snap, ctx.frameworks) if str(p.specifier)}
 
 
 def _family_of_pin(pin: Pin) -> str:
@@ -946,7 +780,9 @@ whichever the last install asked for, and the other framework then loads a libra
 for. An older cuDNN minor or another major than a build's pin is refused at start-up ("Loaded runtime
 CuDNN library: 9.5.1 but source was compiled with: 9.8.0"); a newer one within the major usually works
 but `pip check` reports the broken pin. Either pick releases whose pins agree or use one environment
-per framework.
+per framework. Only pins in effect count (envdoctor.facts.libraries): unconditional ones, and those
+behind an extra that was installed; a pin under tensorflow's `and-cuda` extra on a plain tensorflow
+install names no wheel TensorFlow loads.
 """,
     example="torch 2.4.1 (nvidia-cudnn-cu12==9.1.0.70) and tensorflow[and-cuda] 2.15.1 "
             "(nvidia-cudnn-cu12==8.9.4.25) in one venv with 9.1.0.70 installed: `ED320 error`.",
@@ -992,9 +828,4 @@ def nvidia_pin_clash(ctx, r):
     return findings
 
 
-__all__ = [
-    "Pin", "CudnnNeed", "parse_pins", "in_effect", "packages", "norm", "spec", "overlap", "lower_bound",
-    "satisfies", "public", "local_label", "platform_key", "driver_os", "row_src", "fw_src", "fw_label",
-    "gpu_intent", "jax_plugin", "cudnn_needs", "is_cudnn_wheel", "cudnn_wheel_major", "marker_env",
-    "frameworks_named", "probe_failed", "reachable", "pin_clashes",
-]
+__all__ = ["CudnnNeed", "cudnn_needs", "overlap", "pin_clashes", "probe_failed"]

@@ -116,7 +116,7 @@ def run_rules(ctx, rules: Optional[List[Rule]] = None) -> List[Finding]:
 
 def fold_causes(findings: List[Finding]) -> List[Finding]:
     """Keep one finding per cause key: the most severe; the others become its consequences."""
-    by_cause = {}
+    by_cause: Dict[str, Finding] = {}
     out: List[Finding] = []
     for f in sorted(findings, key=lambda f: -SEVERITY_RANK.get(f.severity, 0)):
         if f.cause is None:

@@ -17,10 +17,11 @@ from typing import Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
-from envdoctor.rules.requires import canonical_name as canonicalize_name
-from envdoctor.rules.requires import requirement
-from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import major_minor, parse_version
+from envdoctor.facts.libraries import site_packages
+from envdoctor.facts.pins import canonical_name, requirement
+from envdoctor.facts.versions import major_minor, parse_version
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 
 # nvidia-* wheel (without its -cuNN suffix) -> (family, library name prefixes it ships)
 _WHEEL_FAMILIES = {
@@ -36,26 +37,11 @@ _WHEEL_FAMILIES = {
     "nvidia-nvjitlink": ("nvJitLink", ("libnvJitLink",)),
 }
 _WHEEL_RE = re.compile(r"^(nvidia-[a-z-]+?)(?:-cu(\d+))?$")
-_NOT_FAMILY = ("libcusparseLt", "libnccl-net", "libcudart_static")
-_WHEEL_SUBDIR = {"cuDNN": "cudnn", "cuBLAS": "cublas", "CUDA runtime": "cuda_runtime", "NCCL": "nccl",
-                 "cuFFT": "cufft", "cuSPARSE": "cusparse", "cuSOLVER": "cusolver", "cuRAND": "curand",
-                 "NVRTC": "cuda_nvrtc", "nvJitLink": "nvjitlink"}
-
-
 def _wheel_family(dist: str) -> Optional[Tuple[str, Tuple[str, ...]]]:
-    m = _WHEEL_RE.match(canonicalize_name(dist))
+    m = _WHEEL_RE.match(canonical_name(dist))
     if not m:
         return None
     return _WHEEL_FAMILIES.get(m.group(1))
-
-
-def _lib_family(libname: str) -> Optional[str]:
-    if any(libname.startswith(x) for x in _NOT_FAMILY):
-        return None
-    for family, prefixes in _WHEEL_FAMILIES.values():
-        if any(libname.startswith(p) for p in prefixes):
-            return family
-    return None
 
 
 def _required_dists(fw) -> List[str]:
@@ -63,20 +49,8 @@ def _required_dists(fw) -> List[str]:
     for line in fw.requires:
         req = requirement(line)
         if req is not None:
-            out.append(canonicalize_name(req.name))
+            out.append(canonical_name(req.name))
     return out
-
-
-def _pinned(fw, dist: str) -> Optional[str]:
-    for line in fw.requires:
-        req = requirement(line)
-        if req is None:
-            continue
-        if canonicalize_name(req.name) == dist:
-            for spec in req.specifier:
-                if spec.operator in ("==", "==="):
-                    return spec.version
-    return None
 
 
 def _release(v: Optional[str]) -> Optional[Tuple[int, ...]]:
@@ -91,35 +65,8 @@ def _cmp_common(ref: Tuple[int, ...], lib: Tuple[int, ...]) -> int:
     return (a > b) - (a < b)
 
 
-def _site_packages(fw) -> Optional[str]:
-    loc = (fw.location or "").rstrip("/")
-    if not loc:
-        return None
-    if loc.endswith("-packages"):
-        return loc
-    head, _, tail = loc.rpartition("/")
-    if tail in (fw.name, fw.name.replace("-", "_")) and head.endswith("-packages"):
-        return head
-    return None
-
-
 def _cuda_fws(ctx) -> list:
     return [fw for fw in ctx.frameworks if fw.build == "cuda"]
-
-
-def _search_order(snap) -> List:
-    """LD_PRELOAD and LD_LIBRARY_PATH libraries in the order ld.so tries them."""
-    dirs = [d.rstrip("/") for d in snap.loader.ld_library_path]
-    pre = [p for p in snap.loader.ld_preload]
-
-    def key(lib):
-        if lib.via == "LD_PRELOAD":
-            return (0, pre.index(lib.path) if lib.path in pre else len(pre))
-        d = lib.path.rsplit("/", 1)[0].rstrip("/")
-        return (1, dirs.index(d) if d in dirs else len(dirs))
-
-    libs = [lib for lib in snap.loader.libraries if lib.via in ("LD_PRELOAD", "LD_LIBRARY_PATH")]
-    return sorted(libs, key=key)
 
 
 def _is_wheel_dir(path: str) -> bool:
@@ -131,33 +78,33 @@ def _without(items: List[str], drop: List[str]) -> List[str]:
     return [i for i in items if i.rstrip("/") not in dropn]
 
 
-def _references(ctx) -> Dict[str, dict]:
-    """For each CUDA library family a framework takes from a wheel: the version it uses and who uses it."""
-    snap = ctx.snap
-    pk = {canonicalize_name(k): v for k, v in snap.python.packages.items()}
-    refs: Dict[str, dict] = {}
+# the families ED600 judges (envdoctor.facts.libraries keys), in the order findings are listed
+_SHADOW_FAMILIES = ("cudart", "cublas", "cudnn", "cufft", "curand", "cusolver", "cusparse", "nccl", "nvrtc", "nvjitlink")
+
+
+def _references(ctx) -> Dict[Tuple[str, str, str], dict]:
+    """For each CUDA library family a framework brings itself (its bundle or an nvidia-* wheel), what the resolver
+    (envdoctor.facts.libraries.loaded) says it loads, grouped by (family, the copy it brings, the copy it loads)."""
+    from envdoctor.facts.libraries import loaded
+
+    refs: Dict[Tuple[str, str, str], dict] = {}
     for fw in _cuda_fws(ctx):
-        for dist in _required_dists(fw):
-            fam = _wheel_family(dist)
-            if fam is None:
+        for key in _SHADOW_FAMILIES:
+            lib = loaded(ctx, fw, key)
+            if lib is None:
                 continue
-            version = pk.get(dist) or _pinned(fw, dist)
-            if not version or _release(version) is None:
-                continue
-            family = fam[0]
-            entry = refs.setdefault(family, {"version": version, "where": f"the {dist} wheel", "dist": dist,
-                                             "users": [], "fws": []})
-            if entry["version"] == version:
-                label = f"{fw.name} {fw.version}"
-                if label not in entry["users"]:
-                    entry["users"].append(label)
-                    entry["fws"].append(fw)
-        if (fw.name == "torch" and fw.cudnn_version and "cuDNN" not in refs and _release(fw.cudnn_version)
-                and snap.python.kind != "conda" and not any(_wheel_family(x) for x in _required_dists(fw))):
-            # older torch wheels bundle cuDNN in torch/lib (no nvidia-cudnn wheel), found through RUNPATH as well;
-            # conda builds take cuDNN from the environment's own lib directory instead: not judged here
-            refs["cuDNN"] = {"version": fw.cudnn_version, "where": "torch's bundled cuDNN", "dist": None,
-                             "users": [f"{fw.name} {fw.version}"], "fws": [fw]}
+            own = lib.own if lib.own is not None else (lib if lib.where in ("bundle", "wheel") else None)
+            if own is None:
+                continue  # the framework brings no copy of its own: nothing to shadow
+            dist = own.package.split()[0] if own.package else None
+            where = f"the {dist} wheel" if dist else f"{fw.name}'s bundled {lib.family.label}"
+            entry = refs.setdefault((lib.family.label, own.version or f"{own.major}", lib.path or ""), {
+                "version": own.version, "major": own.major, "where": where, "dist": dist, "users": [], "fws": [],
+                "lib": lib, "source": own.version_source})
+            label = f"{fw.name} {fw.version}"
+            if label not in entry["users"]:
+                entry["users"].append(label)
+                entry["fws"].append(fw)
     return refs
 
 
@@ -169,10 +116,13 @@ def _references(ctx) -> Dict[str, dict]:
     area="environment",
     rationale="""
 pip builds of torch, tensorflow and jax load cuDNN, cuBLAS, the CUDA runtime and NCCL from the nvidia-*
-wheels they pin, through RUNPATH, which ld.so consults only after LD_LIBRARY_PATH (LD_PRELOAD comes even
-before). A directory on LD_LIBRARY_PATH holding the same soname of another version (a system CUDA or
-cuDNN install) therefore wins: an older one breaks at load time ("cuDNN version incompatibility:
-PyTorch was compiled against (8, 3, 2) but found runtime version (8, 0, 3)", "undefined symbol:
+wheels they pin, or (older torch wheels) from the copies bundled in torch/lib, through RUNPATH, which ld.so
+consults only after LD_LIBRARY_PATH (LD_PRELOAD comes even before). envdoctor's library resolver
+(envdoctor.facts.libraries) follows the loader's order for each family: LD_PRELOAD, the binaries scan's
+answer, LD_LIBRARY_PATH, the framework's own bundle or wheel (RUNPATH), the conda env, the system. A
+directory on LD_LIBRARY_PATH holding the same soname (libcudnn.so.8, libcublasLt.so.11 ...) of another
+version therefore wins: an older one breaks at load time ("cuDNN version incompatibility: PyTorch was
+compiled against (8, 3, 2) but found runtime version (8, 0, 3)", "undefined symbol:
 cublasLtHSHMatmulAlgoInit, version libcublasLt.so.11"), and any other cuDNN 8.x mixes its sub-libraries
 with the wheel's ("Could not load library libcudnn_cnn_train.so.8 ... undefined symbol"). A library of
 another major version has another soname and is not used by that framework.
@@ -184,63 +134,59 @@ another major version has another soname and is not used by that framework.
         "https://github.com/pytorch/pytorch/issues/80637",
         "https://github.com/pytorch/pytorch/issues/104808",
         "https://github.com/pytorch/pytorch/pull/174320",
+        "https://github.com/bmaltais/kohya_ss/issues/1096",
     ],
 )
-def ld_path_shadows_wheel_libs(ctx, r):
+def ld_path_shadows_wheel_libs(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     if ctx.os != "linux" or not snap.loader.libraries:
         return []
-    refs = _references(ctx)
-    if not refs:
-        return []
-    order = _search_order(snap)
     out = []
-    for family, ref in sorted(refs.items()):
-        ref_rel = _release(ref["version"])
-        ref_major = ref_rel[0]
-        cands = [lib for lib in order if _lib_family(lib.name) == family and lib.version]
-        same = [lib for lib in cands if _release(lib.version) and _release(lib.version)[0] == ref_major]
+    for (family, _, _), ref in sorted(_references(ctx).items(), key=lambda kv: kv[0]):
+        lib = ref["lib"]
         users = ", ".join(ref["users"])
-        ref_desc = f"{family} {ref['version']} ({ref['where']})"
-        if same:
-            first = same[0]
-            d = first.path.rsplit("/", 1)[0]
-            if _is_wheel_dir(first.path):
+        brings = ref["version"] or f"{ref['major']} (its exact version unknown)"
+        ref_desc = f"{family} {brings} ({ref['where']})"
+        src = f"python:{ref['dist']}" if ref["dist"] else f"python:{ref['fws'][0].name}"
+        if lib.where in ("LD_LIBRARY_PATH", "LD_PRELOAD"):
+            if _is_wheel_dir(lib.path):
                 continue  # the wheel's own directory comes first: that is the copy in use
-            # the most precise version stated by that directory's copies of this family
-            in_dir = [lib for lib in same if lib.path.rsplit("/", 1)[0] == d and lib.via == first.via]
-            best = max(in_dir, key=lambda lib: len(_release(lib.version) or ()))
-            lib_rel = _release(best.version)
-            if len(lib_rel) < 3:
+            d = lib.path.rsplit("/", 1)[0]
+            lib_rel = _release(lib.version)
+            if lib_rel is None or len(lib_rel) < 3:
                 continue  # only the soname's major is known: cannot tell whether it differs
-            cmp = _cmp_common(ref_rel, lib_rel)
-            if cmp == 0:
-                continue
-            older = cmp < 0
-            if family in ("cuDNN", "cuBLAS") and older:
-                sev, why = "error", (f"it is older than what {users} was built against, so loading fails "
-                                     f"(missing symbols or a cuDNN version check)")
-            elif family == "cuDNN" and ref_major == 8:
-                sev, why = "error", ("cuDNN 8 loads its sub-libraries (libcudnn_cnn_infer.so.8 ...) by soname, so "
-                                     "two 8.x releases get mixed: \"Could not load library libcudnn_cnn_*.so.8 ... "
-                                     "undefined symbol\"")
+            ref_rel = _release(ref["version"])
+            via = lib.where
+            what = f"{d} ({family} {lib.version})" if via == "LD_LIBRARY_PATH" else f"{lib.path}"
+            if ref_rel is None:
+                sev, why = "warning", (f"which {family} {ref['major']} {users} brings is not known, so whether "
+                                       f"{lib.version} is older than what it was built against cannot be told")
             else:
-                sev, why = "warning", (f"{users} then runs with {'an older' if older else 'a newer'} {family} than "
-                                       f"the one it was built and tested with")
-            via = first.via
-            what = f"{d} ({family} {best.version})" if via == "LD_LIBRARY_PATH" else f"{first.path}"
+                cmp = _cmp_common(ref_rel, lib_rel)
+                if cmp == 0:
+                    continue
+                older = cmp < 0
+                if family in ("cuDNN", "cuBLAS") and older:
+                    sev, why = "error", (f"it is older than what {users} was built against, so loading fails "
+                                         f"(missing symbols or a cuDNN version check)")
+                elif family == "cuDNN" and ref["major"] == 8:
+                    sev, why = "error", ("cuDNN 8 loads its sub-libraries (libcudnn_cnn_infer.so.8 ...) by soname, "
+                                         "so two 8.x releases get mixed: \"Could not load library "
+                                         "libcudnn_cnn_*.so.8 ... undefined symbol\"")
+                else:
+                    sev, why = "warning", (f"{users} then runs with {'an older' if older else 'a newer'} {family} "
+                                           f"than the one it was built and tested with")
             msg = (f"{via} puts {what} ahead of {ref_desc} that {users} uses: the loader takes the same soname from "
                    f"there; {why}.")
-            fix = _fix_for(snap, first, family, ref, d)
             ev = [EvidenceItem(via, ":".join(snap.loader.ld_library_path) if via == "LD_LIBRARY_PATH"
                                else " ".join(snap.loader.ld_preload), f"env:{via}"),
-                  EvidenceItem(f"{family} found first", f"{best.path} ({best.version})", f"loader:{via}"),
-                  EvidenceItem(f"{family} the framework brings", ref["version"],
-                               f"python:{ref['dist']}" if ref["dist"] else "python:torch")]
-            out.append(r.finding(msg, severity=sev, evidence=ev, fix=fix, cause=f"ld-shadow:{family}",
-                                 subject=users.split(", ")[0]))
+                  EvidenceItem(f"{family} found first", f"{lib.path} ({lib.version})", lib.version_source),
+                  EvidenceItem(f"{family} the framework brings", brings, ref["source"] or src),
+                  EvidenceItem("loader order searched", " > ".join(lib.searched), "envdoctor.facts.libraries")]
+            out.append(r.finding(msg, severity=sev, evidence=ev, fix=_fix_for(snap, lib, via, family, ref, d),
+                                 cause=f"ld-shadow:{family}", subject=users.split(", ")[0]))
             continue
-        other = [lib for lib in cands if _release(lib.version)]
+        other = [x for x in lib.other_majors if _release(x.version)]
         if not other:
             continue
         first = other[0]
@@ -255,16 +201,15 @@ def ld_path_shadows_wheel_libs(ctx, r):
                   else "; other programs started from this shell will."))
         ev = [EvidenceItem(first.via, where, f"env:{first.via}"),
               EvidenceItem(f"{family} on the path", f"{first.path} ({first.version})", f"loader:{first.via}"),
-              EvidenceItem(f"{family} the framework brings", ref["version"],
-                           f"python:{ref['dist']}" if ref["dist"] else "python:torch")]
-        out.append(r.finding(msg, severity=sev, evidence=ev, fix=_fix_for(snap, first, family, ref, d),
+              EvidenceItem(f"{family} the framework brings", brings, ref["source"] or src)]
+        out.append(r.finding(msg, severity=sev, evidence=ev, fix=_fix_for(snap, first, first.via, family, ref, d),
                              cause=f"ld-shadow:{family}", subject=users.split(", ")[0]))
     return out
 
 
-def _fix_for(snap, lib, family, ref, d) -> List[str]:
+def _fix_for(snap, lib, via, family, ref, d) -> List[str]:
     fix: List[str] = []
-    if lib.via == "LD_PRELOAD":
+    if via == "LD_PRELOAD":
         rest = [p for p in snap.loader.ld_preload if p != lib.path]
         fix.append(f"$ export LD_PRELOAD={' '.join(rest)}" if rest else "$ unset LD_PRELOAD")
         fix.append("$ grep -n LD_PRELOAD ~/.bashrc ~/.profile /etc/environment /etc/ld.so.preload   (where it is set)")
@@ -274,10 +219,10 @@ def _fix_for(snap, lib, family, ref, d) -> List[str]:
     fix.append("$ grep -n LD_LIBRARY_PATH ~/.bashrc ~/.profile /etc/environment   (where it is set)")
     site = None
     for fw in ref["fws"]:
-        site = _site_packages(fw)
+        site = site_packages(fw)
         if site:
             break
-    sub = _WHEEL_SUBDIR.get(family)
+    sub = ref["lib"].family.subdir
     if site and sub and ref["dist"]:
         fix.append(f"Or, if that directory must stay: $ export LD_LIBRARY_PATH={site}/nvidia/{sub}/lib:$LD_LIBRARY_PATH")
     return fix
@@ -327,7 +272,7 @@ def _matching(snap, want: str, exclude) -> list:
 
 def _uses_system_cuda(ctx, fw) -> bool:
     """No CUDA runtime/cuDNN wheel among what the framework requires and has installed: it loads the system's."""
-    pk = {canonicalize_name(k) for k in ctx.snap.python.packages}
+    pk = {canonical_name(k) for k in ctx.snap.python.packages}
     for dist in _required_dists(fw):
         fam = _wheel_family(dist)
         if fam and fam[0] in ("CUDA runtime", "cuDNN", "cuBLAS") and dist in pk:
@@ -355,7 +300,7 @@ mismatches; frameworks that bring their CUDA libraries as wheels only need it fo
         "https://www.tensorflow.org/install/source#gpu",
     ],
 )
-def default_toolkit_not_frameworks(ctx, r):
+def default_toolkit_not_frameworks(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     if len(snap.toolkits) < 2:
         return []
@@ -423,7 +368,7 @@ not affected.
         "https://pytorch.org/docs/stable/cpp_extension.html",
     ],
 )
-def nvcc_torch_cuda_mismatch(ctx, r):
+def nvcc_torch_cuda_mismatch(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     fw = ctx.framework("torch")
     if fw is None or fw.build != "cuda" or not fw.cuda_version:

@@ -16,8 +16,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from packaging.version import Version
 
-from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import row_source
+from envdoctor.facts.labels import row_source
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 
 PIP_REQ_FILE_DOC = "https://pip.pypa.io/en/stable/reference/requirements-file-format/"
 TORCH_PREVIOUS = "https://pytorch.org/get-started/previous-versions/"
@@ -51,7 +52,7 @@ def _row_src(ctx, row) -> str:
 def _install_name(ctx, package: str, version: str) -> str:
     """The name to pin `package` `version` under: its replacement where that release is only a stub."""
     m = ctx.matrices
-    return m.install_name(package, version) if m is not None and hasattr(m, "install_name") else package
+    return m.install_name(package, version)
 
 
 def _file_of(p) -> str:
@@ -61,7 +62,7 @@ def _file_of(p) -> str:
 def _driver_runs(ctx, cuda: Optional[str]) -> Optional[bool]:
     m = ctx.matrices
     d = ctx.snap.driver
-    if m is None or not cuda or d.state != "ok" or not d.version:
+    if not cuda or d.state != "ok" or not d.version:
         return None
     try:
         return bool(m.driver_runs_cuda(d.version, cuda, "windows" if ctx.snap.platform.wsl or ctx.os == "windows" else "linux"))
@@ -96,7 +97,7 @@ replaces PyPI hides packages only PyPI has (tensorflow, jax). The gate reports i
         TORCH_PREVIOUS,
     ],
 )
-def index_does_not_serve(ctx, r):
+def index_does_not_serve(ctx: Context, r: Rule) -> List[Finding]:
     plan = _plan(ctx)
     out = []
     for p in _problems(ctx, "not-served"):
@@ -173,8 +174,6 @@ def _closest_variant(ctx, rel, label: str):
 
 def _last_release_with(ctx, label: str):
     m = ctx.matrices
-    if m is None:
-        return None
     best = None
     for rel in m.pytorch_releases:
         if rel.variant(label) is not None and (best is None or Version(rel.version) > Version(best.version)):
@@ -203,7 +202,7 @@ not exist and installs the framework without its CUDA libraries, so it runs on t
         "https://pip.pypa.io/en/stable/cli/pip_install/",
     ],
 )
-def build_never_published(ctx, r):
+def build_never_published(ctx: Context, r: Rule) -> List[Finding]:
     plan = _plan(ctx)
     out = []
     for p in _problems(ctx, "variant-unpublished", "no-extra"):
@@ -255,7 +254,7 @@ matrices refresh` updates the data). A version older than the data covers is onl
             "2.15: `ED802 warning`.",
     references=[TORCH_PREVIOUS, "https://www.tensorflow.org/install/source#gpu"],
 )
-def framework_version_unknown(ctx, r):
+def framework_version_unknown(ctx: Context, r: Rule) -> List[Finding]:
     plan = _plan(ctx)
     out = []
     for p in _problems(ctx, "unknown-version"):
@@ -297,7 +296,7 @@ def _first_cause(message: str) -> str:
 
 def _python_alternative(ctx, family: str, version: str, py) -> Optional[str]:
     m = ctx.matrices
-    if m is None or py is None:
+    if py is None:
         return None
     try:
         cur = Version(Version(version).base_version)
@@ -350,7 +349,7 @@ platform". The fix is a release that has wheels for the target, or the Python it
         "https://www.tensorflow.org/install/pip",
     ],
 )
-def no_wheel_for_target(ctx, r):
+def no_wheel_for_target(ctx: Context, r: Rule) -> List[Finding]:
     plan = _plan(ctx)
     out = []
     for p in _problems(ctx, "no-wheel-python", "no-wheel-platform", "wheel-tags", "resolve-no-match", "requires-python"):
@@ -422,7 +421,7 @@ an included file) make the whole install fail with ResolutionImpossible, even th
     example="`torch==2.1.2` and, in an included file, `torch>=2.2`: `ED804 error` naming both lines.",
     references=["https://pip.pypa.io/en/stable/topics/dependency-resolution/", PIP_REQ_FILE_DOC],
 )
-def requirements_contradict(ctx, r):
+def requirements_contradict(ctx: Context, r: Rule) -> List[Finding]:
     plan = _plan(ctx)
     out = []
     for p in _problems(ctx, "contradict", "resolve-conflict"):
@@ -473,8 +472,8 @@ first (ED320). The fix is a pair of releases whose pins agree, or one environmen
         "https://pip.pypa.io/en/stable/topics/dependency-resolution/",
     ],
 )
-def planned_pins_unresolvable(ctx, r):
-    from envdoctor.rules.cudnn_pins import is_cudnn_wheel
+def planned_pins_unresolvable(ctx: Context, r: Rule) -> List[Finding]:
+    from envdoctor.facts.pins import is_cudnn_wheel
 
     plan = _plan(ctx)
     if plan is None:
@@ -530,7 +529,7 @@ local label (ED800). Index options work only on lines of their own, and then app
             "error, since PyPI has no +cu121 build).",
     references=["https://github.com/pypa/pip/issues/7050", "https://github.com/pypa/pipenv/issues/3181", PIP_REQ_FILE_DOC],
 )
-def index_option_on_requirement_line(ctx, r):
+def index_option_on_requirement_line(ctx: Context, r: Rule) -> List[Finding]:
     plan = _plan(ctx)
     out = []
     for p in _problems(ctx, "ignored-option"):
@@ -565,7 +564,7 @@ The names and releases are data (matrices/incompatibilities.toml, [[deprecated_d
     references=["https://github.com/opendatahub-io/notebooks/issues/42",
                 "https://github.com/dionhaefner/pyhpc-benchmarks/issues/17"],
 )
-def deprecated_distribution(ctx, r):
+def deprecated_distribution(ctx: Context, r: Rule) -> List[Finding]:
     plan = _plan(ctx)
     out = []
     for p in _problems(ctx, "deprecated-dist"):

@@ -10,10 +10,14 @@ from __future__ import annotations
 from typing import List, Optional, Tuple
 
 from envdoctor.facts.gpu_support import cudnn_cap_for_gpu, cudnn_supports_gpu, driver_supports_gpu
-from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import parse_version, row_source
-from envdoctor.rules.cuda_driver import driver_source, gpu_label, visible_gpus
-from envdoctor.rules.cudnn_pins import cudnn_wheel_major
+from envdoctor.facts.gpus import gpu_label, visible_gpus
+from envdoctor.facts.labels import driver_source
+from envdoctor.facts.labels import row_source
+from envdoctor.facts.pins import cudnn_wheel_major
+from envdoctor.facts.versions import parse_version
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
+from envdoctor.snapshot import GPU
 
 _REFS = [
     "https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html",
@@ -21,7 +25,7 @@ _REFS = [
 ]
 
 
-def _gpus(ctx) -> List[Tuple[object, str]]:
+def _gpus(ctx: Context) -> List[Tuple[GPU, str]]:
     """(GPU, compute capability) of each GPU whose capability is known, once per capability."""
     out, seen = [], set()
     for g in (visible_gpus(ctx).gpus if ctx.snap.driver.state == "ok" else ctx.snap.gpus):
@@ -59,7 +63,7 @@ which need R570 or newer; fix: install a driver of branch R570 or newer.
 """,
     references=_REFS,
 )
-def driver_branch_gpu(ctx, r):
+def driver_branch_gpu(ctx: Context, r: Rule) -> List[Finding]:
     driver = _driver_version(ctx.snap)
     if driver is None:
         return []
@@ -77,15 +81,15 @@ def driver_branch_gpu(ctx, r):
     return out
 
 
-def _cudnn_found(ctx) -> List[Tuple[str, Optional[int], str, str]]:
+def _cudnn_found(ctx: Context) -> List[Tuple[str, Optional[int], str, str]]:
     """(version, CUDA major or None, where, source) of every cuDNN the environment has: wheels, then the system."""
-    out = []
+    out: List[Tuple[str, Optional[int], str, str]] = []
     for name, version in sorted(ctx.snap.python.packages.items()):
         major = cudnn_wheel_major(name)
         if major is not None and parse_version(version) is not None:
             out.append((version, major, f"{name} {version}", "python.packages"))
     for c in ctx.snap.cudnn:
-        if parse_version(c.version) is not None:
+        if c.version and parse_version(c.version) is not None:
             src = c.evidence[0].source if c.evidence else f"file:{c.path}"
             out.append((c.version, None, f"{c.version} at {c.path}" if c.path else c.version, src))
     return out
@@ -110,7 +114,7 @@ nvidia-cudnn-cu12 9.17.1.4 with a GTX 1080 (compute capability 6.1): `ED151 erro
 """,
     references=_REFS,
 )
-def cudnn_drops_gpu(ctx, r):
+def cudnn_drops_gpu(ctx: Context, r: Rule) -> List[Finding]:
     gpus = _gpus(ctx)
     if not gpus:
         return []

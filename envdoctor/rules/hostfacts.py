@@ -1,9 +1,14 @@
 """ED670-ED671: the CPU's instruction set and numpy's ABI against the frameworks' builds."""
 from __future__ import annotations
 
+from typing import List
+
+from packaging.version import Version
+
+from envdoctor.facts.versions import parse_version
 from envdoctor.rules._runtime_data import numpy2_rows
-from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import parse_version
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 
 
 @rule(
@@ -19,7 +24,7 @@ some emulators (QEMU without -cpu host) lack them; /proc/cpuinfo's flags say.
     references=["https://www.tensorflow.org/install/pip#hardware_requirements",
                 "https://github.com/tensorflow/tensorflow/issues/19584"],
 )
-def cpu_lacks_avx(ctx, r):
+def cpu_lacks_avx(ctx: Context, r: Rule) -> List[Finding]:
     h = ctx.snap.host
     if not h.cpu_flags or (ctx.snap.platform.machine or "").lower() not in ("x86_64", "amd64"):
         return []
@@ -48,7 +53,7 @@ NumPy 2, and how far an older one breaks, are data (matrices/runtime_env.toml).
     references=["https://numpy.org/devdocs/dev/depending_on_numpy.html#numpy-2-0-specific-advice",
                 "https://github.com/numpy/numpy/issues/26191"],
 )
-def numpy_abi(ctx, r):
+def numpy_abi(ctx: Context, r: Rule) -> List[Finding]:
     nv = parse_version(ctx.snap.python.packages.get("numpy"))
     if nv is None or nv.major < 2:
         return []
@@ -57,7 +62,7 @@ def numpy_abi(ctx, r):
     for fw in ctx.frameworks:
         row = rows.get(fw.name)
         fv = parse_version(fw.version)
-        if row is None or fv is None or fv.release >= parse_version(row["first"]).release:
+        if row is None or fv is None or fv.release >= Version(row["first"]).release:
             continue
         breaks_import = row.get("breaks", "import") != "interop"
         out.append(r.finding(f"numpy {nv} is installed, but {fw.name} {fw.version} was built against NumPy 1.x "

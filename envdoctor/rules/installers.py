@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import re
+from typing import List
 
-from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 
 _CONDA_CUDA = re.compile(r"^(cudatoolkit|cuda-(cudart|runtime|libraries|nvrtc|toolkit)|cudnn|nccl)$")
 _CONDA_FW = {"pytorch": "torch", "tensorflow": "tensorflow", "tensorflow-base": "tensorflow", "jaxlib": "jaxlib",
@@ -23,7 +25,7 @@ scripts often set it) and import order. Mismatches show as "undefined symbol" or
     references=["https://docs.conda.io/projects/conda/en/stable/user-guide/tasks/manage-pkgs.html#installing-non-conda-packages",
                 "https://pytorch.org/get-started/locally/"],
 )
-def conda_cuda_next_to_pip(ctx, r):
+def conda_cuda_next_to_pip(ctx: Context, r: Rule) -> List[Finding]:
     inst = ctx.snap.installers
     conda_cuda = [p for p in inst.conda_packages if _CONDA_CUDA.match(p.name)]
     wheels = sorted(d for d, who in inst.dists.items() if d.startswith("nvidia-") and who.lower() != "conda"
@@ -51,7 +53,7 @@ first on sys.path; envdoctor judges that one and says which it is.
     references=["https://www.anaconda.com/blog/using-pip-in-a-conda-environment",
                 "https://packaging.python.org/en/latest/specifications/recording-installed-packages/#the-installer-file"],
 )
-def framework_installed_twice(ctx, r):
+def framework_installed_twice(ctx: Context, r: Rule) -> List[Finding]:
     inst = ctx.snap.installers
     out = []
     for p in inst.conda_packages:

@@ -1,7 +1,10 @@
 """ED610-ED611: Jupyter kernels and the VS Code workspace interpreter run a Python without the GPU stack."""
 from __future__ import annotations
 
-from envdoctor.rules.base import EvidenceItem, rule
+from typing import List
+
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 
 GPU_BUILDS = ("cuda", "rocm", "metal", "xpu")
 _MAIN = ("torch", "tensorflow", "jax")
@@ -25,7 +28,7 @@ build. The same holds for .vscode/settings.json's python.defaultInterpreterPath.
     references=["https://jupyter-client.readthedocs.io/en/stable/kernels.html#kernel-specs",
                 "https://docs.jupyter.org/en/latest/use/jupyter-directories.html"],
 )
-def kernel_interpreter_missing(ctx, r):
+def kernel_interpreter_missing(ctx: Context, r: Rule) -> List[Finding]:
     out = []
     for k in ctx.snap.kernels.kernels:
         if k.status not in ("missing", "failed"):
@@ -51,7 +54,7 @@ each kernel's interpreter is read like --python and compared with the default on
     example="shell venv: torch 2.5.1+cu124; kernel 'python3' runs /usr/bin/python3 with torch 2.5.1+cpu: ED611.",
     references=["https://ipython.readthedocs.io/en/stable/install/kernel_install.html#kernels-for-different-environments"],
 )
-def kernel_lacks_gpu_frameworks(ctx, r):
+def kernel_lacks_gpu_frameworks(ctx: Context, r: Rule) -> List[Finding]:
     if not ctx.snap.kernels.probed:
         return []
     default = {fw.name: fw for fw in ctx.snap.python.frameworks if fw.name in _MAIN and fw.build in GPU_BUILDS}

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 
 PLANNED = "(planned)"  # Framework.location of what gate's plan lays over the target (envdoctor.gate.plan)
 
@@ -17,7 +18,7 @@ PLANNED = "(planned)"  # Framework.location of what gate's plan lays over the ta
 def _platform_ok(ctx, row) -> bool:
     if not row.platforms:
         return True
-    from envdoctor.rules.cudnn_pins import platform_key
+    from envdoctor.facts.platform import platform_key
 
     key = platform_key(ctx)
     return key in row.platforms or ("wsl2" in row.platforms and ctx.snap.platform.wsl == 2)
@@ -27,7 +28,7 @@ def _extra_ok(ctx, fw, extra: str) -> Optional[bool]:
     if not extra:
         return True
     from envdoctor.facts.libraries import extras_in_effect
-    from envdoctor.rules.cudnn_pins import norm
+    from envdoctor.facts.pins import norm
 
     return extras_in_effect(fw, ctx.snap, ctx.frameworks).get(norm(extra), False)
 
@@ -57,7 +58,7 @@ silent on a machine without a usable NVIDIA GPU. Severity is the row's own.
         "https://github.com/pytorch/pytorch/issues/131662",
     ],
 )
-def known_broken_release(ctx, r):
+def known_broken_release(ctx: Context, r: Rule) -> List[Finding]:
     from envdoctor.knowledge.extra_tables import known_broken
 
     out: List = []

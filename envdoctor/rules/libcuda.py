@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
-from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import parse_version
-from envdoctor.rules.machine import DRIVER_CAUSE, _is_mismatch, _libcuda_resolution, _under_wsl_lib, _wsl2
+from envdoctor.facts.loader import DRIVER_CAUSE, is_mismatch, libcuda_resolution, under_wsl_lib, wsl2
+from envdoctor.facts.versions import parse_version
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 
 DATA = "matrices/forward_compat.toml"
 _REFS_FC = [
@@ -35,7 +36,7 @@ def forward_compat_data() -> dict:
     from envdoctor.knowledge.extra_tables import _read
 
     raw = _read("forward_compat.toml")
-    out = {"gpu_class": [], "base_branch": {}, "problems": []}
+    out: Dict[str, Any] = {"gpu_class": [], "base_branch": {}, "problems": []}
     for i, row in enumerate(raw.get("gpu_class", [])):
         try:
             pats = [re.compile(p, re.I) for p in row["patterns"]]
@@ -75,7 +76,7 @@ def _pair(ctx):
     if ctx.os != "linux" or snap.platform.wsl is not None or not snap.gpus:
         return None
     kernel = _v(snap.driver.kernel_module_version)
-    order = [lib for lib in _libcuda_resolution(snap) if not _under_wsl_lib(lib.path)]
+    order = [lib for lib in libcuda_resolution(snap) if not under_wsl_lib(lib.path)]
     if kernel is None or not order:
         return None
     first = order[0]
@@ -129,7 +130,7 @@ data marks not served is a warning (that row is not verified as a refusal).
             "LD_LIBRARY_PATH: `ED120 error` 'forward compatibility was attempted on non supported HW'.",
     references=_REFS_FC,
 )
-def forward_compat_unsupported(ctx, r):
+def forward_compat_unsupported(ctx: Context, r: Rule) -> List[Finding]:
     got = _pair(ctx)
     if got is None:
         return []
@@ -189,9 +190,9 @@ the real file's name) and /proc/driver/nvidia/version. Not judged when NVML itse
         "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html",
     ],
 )
-def libcuda_differs(ctx, r):
+def libcuda_differs(ctx: Context, r: Rule) -> List[Finding]:
     got = _pair(ctx)
-    if got is None or _is_mismatch(ctx.snap):
+    if got is None or is_mismatch(ctx.snap):
         return []
     first, uv, kernel = got
     if uv == kernel or _is_forward_compat(uv, kernel):
@@ -240,9 +241,9 @@ cache) when a CUDA build with cuDNN 8, or an nvidia-cudnn 8 wheel, is installed.
         "https://github.com/NVIDIA/cuda-python/issues/17",
     ],
 )
-def wsl_unversioned_libcuda(ctx, r):
+def wsl_unversioned_libcuda(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
-    if not _wsl2(snap) or not snap.driver.wsl_libcuda or not snap.gpus:
+    if not wsl2(snap) or not snap.driver.wsl_libcuda or not snap.gpus:
         return []
     if any(p.name == "loader" and p.status != "ok" for p in snap.probes):
         return []

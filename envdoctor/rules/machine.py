@@ -12,37 +12,27 @@ import re
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.facts.labels import driver_source
+from envdoctor.facts.loader import (
+    DRIVER_CAUSE,
+    MISMATCH_TEXT,
+    driver_messages,
+    is_mismatch,
+    libcuda_resolution,
+    under_wsl_lib,
+    userspace_driver,
+    wsl2,
+)
+from envdoctor.facts.platform import package_family
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 
-DRIVER_CAUSE = "nvidia-driver-unusable"  # shared by every "the driver cannot be used" finding
 VISIBLE_CAUSE = "cuda-visible-devices"
-
-_DEBIAN = ("ubuntu", "debian", "linuxmint", "pop", "elementary", "zorin", "neon", "kali", "raspbian")
-_RPM = ("rhel", "centos", "rocky", "almalinux", "fedora", "ol", "amzn", "scientific", "nobara")
-_SUSE = ("opensuse", "opensuse-leap", "opensuse-tumbleweed", "sles", "sled")
-
-_MISMATCH_TEXT = "driver/library version mismatch"
-_NVML_LIB_RE = re.compile(r"NVML library version:\s*([0-9][0-9.]*[0-9])")
 
 
 # -- shared helpers -----------------------------------------------------------------------------
-def _family(snap) -> str:
-    d = (snap.platform.distro_id or "").lower()
-    if d in _DEBIAN:
-        return "debian"
-    if d in _RPM:
-        return "rpm"
-    if d in _SUSE or d.startswith("opensuse"):
-        return "suse"
-    if d in ("arch", "manjaro", "endeavouros"):
-        return "arch"
-    return ""
 
 
-def _driver_src(snap) -> str:
-    if snap.driver.evidence:
-        return snap.driver.evidence[0].source
-    return snap.driver.source or "probe:nvidia"
 
 
 def _cuda_fws(ctx) -> list:
@@ -77,16 +67,10 @@ def _nvidia_present(snap) -> bool:
                 or d.nvidia_smi in ("ok", "failed", "timeout", "mismatch", "no_devices"))
 
 
-def _messages(snap, *needles: str) -> List[str]:
-    out = []
-    for m in snap.driver.messages:
-        if not needles or any(n.lower() in m.lower() for n in needles):
-            out.append(m.strip())
-    return out
 
 
 def _msg_evidence(snap, lines: List[str]) -> List[EvidenceItem]:
-    src = "cmd:nvidia-smi" if snap.driver.nvidia_smi not in ("not_run", "missing") else _driver_src(snap)
+    src = "cmd:nvidia-smi" if snap.driver.nvidia_smi not in ("not_run", "missing") else driver_source(snap)
     return [EvidenceItem("error message", line, src) for line in lines[:3]]
 
 
@@ -94,8 +78,6 @@ def _in_container(snap) -> bool:
     return bool(snap.platform.container)
 
 
-def _wsl2(snap) -> bool:
-    return snap.platform.wsl == 2
 
 
 def _probe_ok(snap, name: str) -> bool:
@@ -114,8 +96,6 @@ def _other_layer_works(snap) -> bool:
             or (d.nvidia_smi == "ok" and any(g.source == "nvidia-smi" for g in snap.gpus)))
 
 
-def _under_wsl_lib(path: str) -> bool:
-    return path.startswith("/usr/lib/wsl/")
 
 
 # -- WSL -------------------------------------------------------------------------------------------
@@ -138,7 +118,7 @@ whatever is installed. Converting the distribution to WSL 2 keeps its files.
         "https://github.com/microsoft/WSL/issues/1788",
     ],
 )
-def wsl1_no_gpu(ctx, r):
+def wsl1_no_gpu(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     if snap.platform.wsl != 1:
         return []
@@ -161,12 +141,6 @@ def wsl1_no_gpu(ctx, r):
                       severity="info", evidence=ev, fix=fix, subject="WSL")]
 
 
-def _libcuda_resolution(snap) -> List:
-    """libcuda.so.1 candidates in the order the dynamic loader tries them (LD_PRELOAD, LD_LIBRARY_PATH, cache)."""
-    rank = {"LD_PRELOAD": 0, "LD_LIBRARY_PATH": 1, "ldconfig": 2}
-    libs = [lib for lib in snap.loader.libraries
-            if lib.name == "libcuda" and lib.version and lib.via in rank and "/stubs/" not in lib.path]
-    return sorted(libs, key=lambda lib: rank[lib.via])  # stable: keeps the probe's order within one way
 
 
 @rule(
@@ -190,18 +164,18 @@ do not install any Linux display driver in WSL.
         "https://github.com/microsoft/WSL/issues/7716",
     ],
 )
-def linux_driver_in_wsl(ctx, r):
+def linux_driver_in_wsl(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
-    if not _wsl2(snap) or not snap.driver.linux_driver_in_wsl:
+    if not wsl2(snap) or not snap.driver.linux_driver_in_wsl:
         return []
-    foreign = [lib for lib in _libcuda_resolution(snap) if not _under_wsl_lib(lib.path)]
+    foreign = [lib for lib in libcuda_resolution(snap) if not under_wsl_lib(lib.path)]
     ev = [EvidenceItem("WSL version", "2", next((e.source for e in snap.platform.evidence), "file:/proc/version")),
-          EvidenceItem("Linux NVIDIA driver in WSL", "installed", _driver_src(snap))]
+          EvidenceItem("Linux NVIDIA driver in WSL", "installed", driver_source(snap))]
     ev += [EvidenceItem("libcuda (Linux driver)", lib.path, f"loader:{lib.via}") for lib in foreign[:3]]
     if snap.driver.wsl_libcuda:
         ev.append(EvidenceItem("libcuda (Windows driver)", snap.driver.wsl_libcuda, "file:/usr/lib/wsl/lib"))
     where = f" ({foreign[0].path})" if foreign else ""
-    fam = _family(snap)
+    fam = package_family(snap.platform.distro_id)
     if fam == "debian":
         fix = [
             "$ dpkg -l | grep -E '^ii +(nvidia-|libnvidia-)'",
@@ -249,9 +223,9 @@ is False and TensorFlow/JAX report no GPU.
         "https://github.com/microsoft/WSL/issues/9099",
     ],
 )
-def wsl_libcuda_missing(ctx, r):
+def wsl_libcuda_missing(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
-    if not _wsl2(snap):
+    if not wsl2(snap):
         return []
     ev = [EvidenceItem("WSL version", "2", next((e.source for e in snap.platform.evidence), "file:/proc/version"))]
     windows_fix = [
@@ -277,8 +251,8 @@ def wsl_libcuda_missing(ctx, r):
                 f"an NVIDIA GPU, its Windows driver does not expose CUDA to WSL.",
                 severity="info", evidence=ev, fix=windows_fix, subject="WSL")]
         return []
-    order = _libcuda_resolution(snap)
-    if not order or _under_wsl_lib(order[0].path):
+    order = libcuda_resolution(snap)
+    if not order or under_wsl_lib(order[0].path):
         return []
     first = order[0]
     ev.append(EvidenceItem("libcuda (Windows driver)", snap.driver.wsl_libcuda, "file:/usr/lib/wsl/lib"))
@@ -293,7 +267,7 @@ def wsl_libcuda_missing(ctx, r):
         fix.append(f"$ export LD_PRELOAD={' '.join(rest)}" if rest else "$ unset LD_PRELOAD")
     else:
         fix.append(f"$ dpkg -S {first.path}   (find the package that installed it; a Linux driver does not belong in WSL)"
-                   if _family(snap) == "debian" else f"$ rpm -qf {first.path}   (find the package that installed it)")
+                   if package_family(snap.platform.distro_id) == "debian" else f"$ rpm -qf {first.path}   (find the package that installed it)")
     fix += ["$ cat /etc/ld.so.conf.d/ld.wsl.conf   (must list /usr/lib/wsl/lib)", "$ sudo ldconfig",
             "$ ldconfig -p | grep libcuda.so.1   (/usr/lib/wsl/lib/libcuda.so.1 must come first)"]
     return [r.finding(
@@ -303,14 +277,10 @@ def wsl_libcuda_missing(ctx, r):
 
 
 # -- the driver ---------------------------------------------------------------------------------
-def _is_mismatch(snap) -> bool:
-    d = snap.driver
-    return (d.state == "version_mismatch" or d.nvml == "mismatch" or d.nvidia_smi == "mismatch"
-            or bool(_messages(snap, _MISMATCH_TEXT)))
 
 
 def _module_rule_applies(snap) -> bool:
-    return snap.driver.state == "module_not_loaded" and snap.platform.wsl is None and not _is_mismatch(snap)
+    return snap.driver.state == "module_not_loaded" and snap.platform.wsl is None and not is_mismatch(snap)
 
 
 @rule(
@@ -333,20 +303,15 @@ is False). Rebooting, or unloading and reloading the nvidia modules, makes them 
         "https://github.com/tinygrad/open-gpu-kernel-modules/issues/47",
     ],
 )
-def driver_library_mismatch(ctx, r):
+def driver_library_mismatch(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
-    if not _is_mismatch(snap):
+    if not is_mismatch(snap):
         return []
     d = snap.driver
     kernel = d.kernel_module_version
-    library = None
-    for m in d.messages:
-        mm = _NVML_LIB_RE.search(m)
-        if mm:
-            library = mm.group(1)
-            break
-    if library is None and d.version and kernel and d.version != kernel:
-        library = d.version
+    library = userspace_driver(snap)
+    if library == kernel:
+        library = None  # the kernel module's own release: the other side is not known
     if kernel and library:
         which = f"NVIDIA kernel module {kernel} is loaded, but the user-space driver libraries are {library}"
     elif kernel:
@@ -361,8 +326,8 @@ def driver_library_mismatch(ctx, r):
         ev.append(EvidenceItem("kernel module version", kernel, "file:/proc/driver/nvidia/version"))
     if library:
         ev.append(EvidenceItem("user-space driver version", library, "cmd:nvidia-smi"))
-    ev += [EvidenceItem("disagreement", s, _driver_src(snap)) for s in d.disagreements[:3]]
-    ev += _msg_evidence(snap, _messages(snap, _MISMATCH_TEXT, "NVML library version"))
+    ev += [EvidenceItem("disagreement", s, driver_source(snap)) for s in d.disagreements[:3]]
+    ev += _msg_evidence(snap, driver_messages(snap, MISMATCH_TEXT, "NVML library version"))
     if _in_container(snap):
         fix = [
             "This container ships its own NVIDIA user-space driver libraries that differ from the host's kernel module: "
@@ -378,7 +343,7 @@ def driver_library_mismatch(ctx, r):
             "$ sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia",
             "$ sudo modprobe nvidia && nvidia-smi",
         ]
-        fam = _family(snap)
+        fam = package_family(snap.platform.distro_id)
         if fam == "debian":
             fix.append("$ grep -B2 -A4 -i nvidia /var/log/apt/history.log   (which upgrade replaced the libraries; "
                        "unattended-upgrades does this)")
@@ -406,21 +371,21 @@ refuses the unsigned module ("Key was rejected by service"), or nouveau holds th
         "https://github.com/GoogleCloudPlatform/compute-gpu-installation/pull/18",
     ],
 )
-def nvidia_module_not_loaded(ctx, r):
+def nvidia_module_not_loaded(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     if not _module_rule_applies(snap):
         return []
     kernel = snap.platform.kernel
-    lines = _messages(snap)
-    ev = [EvidenceItem("driver state", "module_not_loaded", _driver_src(snap))]
+    lines = driver_messages(snap)
+    ev = [EvidenceItem("driver state", "module_not_loaded", driver_source(snap))]
     if snap.driver.version:
-        ev.append(EvidenceItem("installed driver", snap.driver.version, _driver_src(snap)))
+        ev.append(EvidenceItem("installed driver", snap.driver.version, driver_source(snap)))
     if kernel:
         ev.append(EvidenceItem("running kernel", kernel, "platform"))
     ev += _msg_evidence(snap, lines)
     secure_boot = any("key was rejected" in m.lower() for m in lines)
     not_built = any("module nvidia not found" in m.lower() for m in lines)
-    fam = _family(snap)
+    fam = package_family(snap.platform.distro_id)
     kver = kernel or "$(uname -r)"
     if _in_container(snap):
         fix = ["A container shares the host's kernel: load the module on the host, not here.",
@@ -472,7 +437,7 @@ keeps falling off the bus points at power, cooling or the PCIe slot.
         "https://docs.nvidia.com/deploy/xid-errors/index.html",
     ],
 )
-def nvidia_smi_hangs(ctx, r):
+def nvidia_smi_hangs(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     d = snap.driver
     smi_to, nvml_to = d.nvidia_smi == "timeout", d.nvml == "timeout"
@@ -482,8 +447,8 @@ def nvidia_smi_hangs(ctx, r):
     who = "nvidia-smi and NVML" if smi_to and nvml_to else ("nvidia-smi" if smi_to else "NVML")
     ev = [EvidenceItem("nvidia-smi", d.nvidia_smi, "cmd:nvidia-smi"), EvidenceItem("NVML", d.nvml, "nvml")]
     if d.version:
-        ev.append(EvidenceItem("driver", d.version, _driver_src(snap)))
-    ev += _msg_evidence(snap, _messages(snap))
+        ev.append(EvidenceItem("driver", d.version, driver_source(snap)))
+    ev += _msg_evidence(snap, driver_messages(snap))
     fix = [
         "$ sudo dmesg -T | grep -iE 'xid|fallen off the bus'   (Xid 79 = the GPU fell off the bus)",
         "$ sudo reboot   (a GPU that stopped responding is only recovered by a reset or reboot)",
@@ -521,22 +486,22 @@ GPU after a systemd reload), "couldn't find libnvidia-ml.so" (user-space driver 
         "https://github.com/NVIDIA/nvidia-docker/issues/1671",
     ],
 )
-def nvidia_smi_failed(ctx, r):
+def nvidia_smi_failed(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     d = snap.driver
     if not (d.nvidia_smi == "failed" or d.nvml == "failed" or d.state == "smi_failed"):
         return []
-    lines = _messages(snap)
+    lines = driver_messages(snap)
     telling = [m for m in lines if re.search(r"has failed|failed to|unknown error|couldn't|not found|no devices", m, re.I)
                and not m.lower().startswith("modprobe")]
     first = (telling or lines or ["no message"])[0].rstrip(".")
     nvml_fine = _other_layer_works(snap)
     layer = "nvidia-smi" if d.nvidia_smi == "failed" or d.state == "smi_failed" else "NVML"
     ev = [EvidenceItem("nvidia-smi", d.nvidia_smi, "cmd:nvidia-smi"), EvidenceItem("NVML", d.nvml, "nvml"),
-          EvidenceItem("driver state", d.state, _driver_src(snap))] + _msg_evidence(snap, lines)
+          EvidenceItem("driver state", d.state, driver_source(snap))] + _msg_evidence(snap, lines)
     low = " ".join(lines).lower()
     fix: List[str] = []
-    if _wsl2(snap):
+    if wsl2(snap):
         fix += ["Under WSL 2 nvidia-smi and libcuda come from the Windows driver: update it on Windows.",
                 "$ wsl.exe --update", "$ wsl.exe --shutdown   (then reopen the distribution)",
                 "$ ls -l /usr/lib/wsl/lib/"]
@@ -589,7 +554,7 @@ Inside a container it usually means no GPU was passed in.
         "https://github.com/NVIDIA/open-gpu-kernel-modules/issues/862",
     ],
 )
-def driver_without_devices(ctx, r):
+def driver_without_devices(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     d = snap.driver
     if not (d.state == "no_devices" or d.nvml == "no_devices" or d.nvidia_smi == "no_devices"):
@@ -604,10 +569,10 @@ def driver_without_devices(ctx, r):
     drv = f"NVIDIA driver {d.version}" if d.version else "The NVIDIA driver"
     ev = [EvidenceItem("NVML", d.nvml, "nvml"), EvidenceItem("nvidia-smi", d.nvidia_smi, "cmd:nvidia-smi")]
     if d.version:
-        ev.append(EvidenceItem("driver", d.version, _driver_src(snap)))
+        ev.append(EvidenceItem("driver", d.version, driver_source(snap)))
     ev += [EvidenceItem(f"GPU {g.bus_id or g.index}", g.name or "NVIDIA GPU", "file:/proc/driver/nvidia/gpus")
            for g in proc_gpus[:4]]
-    ev += _msg_evidence(snap, _messages(snap))
+    ev += _msg_evidence(snap, driver_messages(snap))
     fws = _cuda_fws(ctx)
     who = f"; {_fw_names(fws)} will see no GPU" if fws else ""
     fix = [
@@ -743,7 +708,7 @@ those are a warning.
         "https://github.com/pytorch/pytorch/issues/40618",
     ],
 )
-def cuda_visible_devices_hides_all(ctx, r):
+def cuda_visible_devices_hides_all(ctx: Context, r: Rule) -> List[Finding]:
     vd = _visible(ctx)
     if vd is None or vd.unknown or vd.visible:
         return []
@@ -787,7 +752,7 @@ copied from a bigger machine often carry such lists.
         "https://docs.nvidia.com/cuda/cuda-programming-guide/05-appendices/environment-variables.html",
     ],
 )
-def cuda_visible_devices_bad_entry(ctx, r):
+def cuda_visible_devices_bad_entry(ctx: Context, r: Rule) -> List[Finding]:
     vd = _visible(ctx)
     if vd is None or vd.unknown or not vd.visible or vd.invalid is None:
         return []
@@ -820,7 +785,7 @@ nor driver libraries. Frameworks in such a container run on the CPU.
         "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html",
     ],
 )
-def nvidia_visible_devices_void(ctx, r):
+def nvidia_visible_devices_void(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     v = _container_hides_gpus(snap)
     if v is None or ctx.has_nvidia_gpu:
@@ -867,8 +832,8 @@ stub release holds no TensorFlow at all (error); the old, working one is an info
     references=["https://github.com/opendatahub-io/notebooks/issues/42",
                 "https://github.com/dionhaefner/pyhpc-benchmarks/issues/17"],
 )
-def deprecated_distribution_installed(ctx, r):
-    from envdoctor.rules.context import row_source
+def deprecated_distribution_installed(ctx: Context, r: Rule) -> List[Finding]:
+    from envdoctor.facts.labels import row_source
     from envdoctor.rules.cuda_driver import tf_choice, tf_command
 
     m = ctx.matrices
@@ -957,7 +922,7 @@ lists what it saw and the GPUs that still answer.
         "https://docs.nvidia.com/deploy/xid-errors/index.html",
     ],
 )
-def gpu_partially_failed(ctx, r):
+def gpu_partially_failed(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     if not snap.gpus:
         return []  # no GPU answers at all: ED015-ED017 say why
@@ -969,7 +934,7 @@ def gpu_partially_failed(ctx, r):
           and not any(b in (g.name or "").lower() for b in _BAD_ROW)]
     answering = ", ".join(f"{g.index} ({g.bus_id})" if g.bus_id else str(g.index) for g in ok)
     which = f"GPU {', '.join(buses)}" if buses else "at least one GPU"
-    ev = [EvidenceItem("partial failure", text, _driver_src(snap)) for text in seen[:4]]
+    ev = [EvidenceItem("partial failure", text, driver_source(snap)) for text in seen[:4]]
     ev += [EvidenceItem("GPUs listed", _gpu_summary(snap.gpus), snap.gpus[0].source or "probe:nvidia")]
     fix = ["Look for the GPU's Xid errors (79: fallen off the bus; 48/63/64/94/95: ECC / row remapping):",
            "$ sudo dmesg -T | grep -iE 'nvrm|xid'",

@@ -1,9 +1,14 @@
 """ED620-ED622: GPU memory held by other processes, allocator settings, frameworks that each preallocate."""
 from __future__ import annotations
 
+from typing import Dict, List, Optional
+
+from packaging.version import Version
+
+from envdoctor.facts.versions import parse_version
 from envdoctor.rules._runtime_data import alloc_keys
-from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import parse_version
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 
 HELD_FRACTION = 0.5  # a process holding more than half of a GPU's memory
 
@@ -28,8 +33,8 @@ psutil names them. A process of another PID namespace (a container) shows as "[N
     references=["https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html",
                 "https://pytorch.org/docs/stable/notes/cuda.html#memory-management"],
 )
-def gpu_memory_held(ctx, r):
-    totals = {g.index: g.total_mib for g in ctx.snap.memory.gpus if g.total_mib}
+def gpu_memory_held(ctx: Context, r: Rule) -> List[Finding]:
+    totals: Dict[int, Optional[int]] = {g.index: g.total_mib for g in ctx.snap.memory.gpus if g.total_mib}
     for g in ctx.snap.gpus:
         totals.setdefault(g.index, g.memory_total_mib)
     out = []
@@ -63,7 +68,7 @@ and TF_FORCE_GPU_ALLOW_GROWTH (TensorFlow).
                 "https://docs.jax.dev/en/latest/gpu_memory_allocation.html",
                 "https://www.tensorflow.org/guide/gpu#limiting_gpu_memory_growth"],
 )
-def allocator_settings(ctx, r):
+def allocator_settings(ctx: Context, r: Rule) -> List[Finding]:
     from envdoctor.parsers.breadth import parse_alloc_conf
 
     env = dict(ctx.snap.memory.allocator_env)
@@ -79,7 +84,7 @@ def allocator_settings(ctx, r):
             row = known.get(key)
             if row is None:
                 bad.append(f"'{key}' is not an option torch knows (known: {', '.join(sorted(known))})")
-            elif row.get("since") and tv is not None and tv.release < parse_version(row["since"]).release:
+            elif row.get("since") and torch is not None and tv is not None and tv.release < Version(row["since"]).release:
                 bad.append(f"'{key}' needs torch >= {row['since']}, this is torch {torch.version}")
         ev = [EvidenceItem("PYTORCH_CUDA_ALLOC_CONF", conf, "env:PYTORCH_CUDA_ALLOC_CONF")]
         if bad and torch is not None and torch.build in ("cuda", "rocm"):
@@ -129,7 +134,7 @@ errors.
     references=["https://docs.jax.dev/en/latest/gpu_memory_allocation.html",
                 "https://www.tensorflow.org/guide/gpu#limiting_gpu_memory_growth"],
 )
-def frameworks_preallocate(ctx, r):
+def frameworks_preallocate(ctx: Context, r: Rule) -> List[Finding]:
     if not ctx.has_nvidia_gpu:
         return []
     env = ctx.snap.memory.allocator_env

@@ -14,10 +14,12 @@ import re
 import shlex
 from typing import List, NamedTuple, Optional
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
-from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.facts.pins import requirement
+from envdoctor.facts.versions import lower_bound, major_minor_version
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 
 NVCC_WHEELS = ("nvidia-cuda-nvcc-cu13", "nvidia-cuda-nvcc-cu12", "nvidia-cuda-nvcc-cu11", "nvidia-cuda-nvcc")
 
@@ -26,14 +28,6 @@ class Ptxas(NamedTuple):
     version: Optional[str]  # "12.1.66"; None: the folder holds no recorded toolkit
     where: str  # "/usr/local/cuda-12.1/bin/ptxas"
     via: str  # XLA_FLAGS | PATH | nvidia-cuda-nvcc wheel | CUDA folder
-
-
-def _xy(text: Optional[str]) -> Optional[Version]:
-    try:
-        rel = Version(str(text)).release
-    except (InvalidVersion, TypeError):
-        return None
-    return Version(f"{rel[0]}.{rel[1] if len(rel) > 1 else 0}")
 
 
 def _data_dir(gpu_env: dict) -> Optional[str]:
@@ -80,19 +74,17 @@ def xla_builds(ctx) -> List[XlaBuild]:
         if fw.build != "cuda":
             continue
         if fw.name == "tensorflow":
-            need = _xy(fw.cuda_version) if fw.cuda_version and "." in fw.cuda_version else None
+            need = major_minor_version(fw.cuda_version) if fw.cuda_version and "." in fw.cuda_version else None
             out.append(XlaBuild(f"{fw.distribution} {fw.version}", need, "build_info cuda_version"))
         elif fw.name.startswith("jax-cuda") or fw.name == "jaxlib":
             need, says = None, ""
             for line in fw.requires:
-                try:
-                    req = Requirement(line)
-                except InvalidRequirement:
+                req = requirement(line)
+                if req is None or not req.name.startswith("nvidia-cuda-nvcc"):
                     continue
-                if req.name.startswith("nvidia-cuda-nvcc"):
-                    floors = [s.version for s in req.specifier if s.operator in (">=", "==", "~=")]
-                    if floors:
-                        need, says = _xy(floors[0]), f"Requires-Dist: {line}"
+                floor = lower_bound(req.specifier)
+                if floor is not None:
+                    need, says = major_minor_version(floor), f"Requires-Dist: {line}"
             out.append(XlaBuild(f"{fw.distribution} {fw.version}", need, says))
     return out
 
@@ -136,14 +128,14 @@ The first CUDA that targets each architecture is data (matrices/gpus.toml).
             "'ptxas 12.1.66 (PATH) is older than the CUDA 12.6 ...'.",
     references=_REFS,
 )
-def xla_ptxas_too_old(ctx, r):
+def xla_ptxas_too_old(ctx: Context, r: Rule) -> List[Finding]:
     if not ctx.has_nvidia_gpu or ctx.os != "linux":
         return []
     builds = xla_builds(ctx)
     p = xla_ptxas(ctx.snap) if builds else None
-    if p is None or _xy(p.version) is None:
+    pv = major_minor_version(p.version) if p is not None else None
+    if p is None or pv is None:
         return []
-    pv = _xy(p.version)
     ev0 = EvidenceItem("ptxas XLA runs", f"{p.where} ({p.version})", f"search order: {p.via}")
     out = []
     for b in builds:
@@ -158,7 +150,7 @@ def xla_ptxas_too_old(ctx, r):
     m = ctx.matrices
     for g in ctx.snap.gpus:
         cc = ctx.gpu_cc(g)
-        if not cc or m is None or m.cuda_supports_cc(str(pv), cc) is not False:
+        if not cc or m.cuda_supports_cc(str(pv), cc) is not False:
             continue
         a = m.arch(cc)
         first = getattr(a, "first_cuda", None)
@@ -191,17 +183,18 @@ GPUs) makes compilation parallel again.
     references=["https://github.com/jax-ml/jax/issues/19821", "https://github.com/jax-ml/jax/issues/18027",
                 "https://github.com/google/brax/issues/488"],
 )
-def xla_ptxas_newer_than_driver(ctx, r):
+def xla_ptxas_newer_than_driver(ctx: Context, r: Rule) -> List[Finding]:
     if not ctx.has_nvidia_gpu or ctx.os != "linux" or not xla_builds(ctx):
         return []
     p = xla_ptxas(ctx.snap)
-    dv = _xy(ctx.snap.driver.cuda_version)
-    if p is None or _xy(p.version) is None or dv is None or _xy(p.version) <= dv:
+    dv = major_minor_version(ctx.snap.driver.cuda_version)
+    pv = major_minor_version(p.version) if p is not None else None
+    if p is None or pv is None or dv is None or pv <= dv:
         return []
     return [r.finding(
         f"XLA's ptxas {p.version} ({p.where}) is newer than the driver's CUDA {ctx.snap.driver.cuda_version}: XLA "
         f"disables parallel compilation, so compiling is slower (the GPU is still used).",
         evidence=[EvidenceItem("ptxas XLA runs", f"{p.where} ({p.version})", f"search order: {p.via}"),
-                  EvidenceItem("driver CUDA", ctx.snap.driver.cuda_version, ctx.snap.driver.source or "nvml")],
-        fix=[f"Upgrade the NVIDIA driver to one for CUDA >= {_xy(p.version)}, or ignore (compilation only)."],
+                  EvidenceItem("driver CUDA", str(dv), ctx.snap.driver.source or "nvml")],
+        fix=[f"Upgrade the NVIDIA driver to one for CUDA >= {major_minor_version(p.version)}, or ignore (compilation only)."],
         subject="XLA ptxas")]

@@ -19,13 +19,16 @@ least one new series is likely missing.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Optional
+from typing import List, Optional
 
 from packaging.version import Version
 
-from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import parse_version
-from envdoctor.rules.cuda_driver import fw_label, fw_source, matrices, python_version, row_source, spec_contains
+from envdoctor.facts.labels import fw_label, fw_source, row_source
+from envdoctor.facts.pins import spec_contains
+from envdoctor.facts.platform import python_version
+from envdoctor.facts.versions import parse_version
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 
 DATA_MAX_AGE_DAYS = 180
 
@@ -42,9 +45,7 @@ def _py_evidence(ctx) -> EvidenceItem:
 
 def _data_python_spec(ctx, fw):
     """(spec text, row) of the CPython versions the release published wheels / declared support for."""
-    m = matrices(ctx)
-    if m is None:
-        return None, None
+    m = ctx.matrices
     if fw.name == "torch":
         rel = m.torch_release(fw.version)
         if rel is None or not rel.has_patch(fw.version):
@@ -67,9 +68,7 @@ def _data_python_spec(ctx, fw):
 
 def _supported_release(ctx, fw, py: Version) -> Optional[str]:
     """The closest release supporting `py`: the first newer one, else the newest older one."""
-    m = matrices(ctx)
-    if m is None:
-        return None
+    m = ctx.matrices
     cur = Version(Version(fw.version).base_version)
     rows = []
     if fw.name == "torch":
@@ -93,13 +92,12 @@ def _supported_release(ctx, fw, py: Version) -> Optional[str]:
 
 def _reinstall_cmd(ctx, fw, alt: str) -> str:
     """pip command for release `alt` of the same distribution, keeping a torch build's variant when published."""
-    m = matrices(ctx)
-    name = fw.distribution or fw.name
-    if m is not None and hasattr(m, "install_name"):
-        name = m.install_name(name, alt)  # tensorflow-gpu 2.12+ is an empty stub: name tensorflow instead
+    m = ctx.matrices
+    # tensorflow-gpu 2.12+ is an empty stub: name tensorflow instead
+    name = m.install_name(fw.distribution or fw.name, alt)
     cmd = f"$ pip install --force-reinstall {name}=={alt}"
     v = parse_version(fw.version)
-    if fw.name == "torch" and m is not None and v is not None and v.local:
+    if fw.name == "torch" and v is not None and v.local:
         var = m.torch_variant(alt, v.local.split(".")[0])
         if var is not None and var.index_url:
             cmd += f" --index-url {var.index_url}"
@@ -132,7 +130,7 @@ fix: `pip install --force-reinstall tensorflow==2.16.1`, the first release with 
         "https://pytorch.org/get-started/previous-versions/",
     ],
 )
-def python_outside_release_range(ctx, r):
+def python_outside_release_range(ctx: Context, r: Rule) -> List[Finding]:
     py = python_version(ctx)
     if py is None:
         return []
@@ -149,7 +147,7 @@ def python_outside_release_range(ctx, r):
         ev = [_py_evidence(ctx), EvidenceItem(f"{fw.name} installed", fw.version, fw_source(fw))]
         declared = spec_contains(fw.requires_python, py)
         if declared is False:
-            ev.append(EvidenceItem(f"{fw_label(fw)} Requires-Python (METADATA)", fw.requires_python, fw_source(fw)))
+            ev.append(EvidenceItem(f"{fw_label(fw)} Requires-Python (METADATA)", str(fw.requires_python), fw_source(fw)))
             severity = "error" if fw.name in _BINARY else "warning"
             alt = _supported_release(ctx, fw, py)
             msg = (f"{fw_label(fw)} declares Requires-Python {fw.requires_python}, which excludes this Python "
@@ -171,7 +169,7 @@ def python_outside_release_range(ctx, r):
         spec, row = _data_python_spec(ctx, fw)
         if not spec or spec_contains(spec, py) is not False:
             continue
-        m = matrices(ctx)
+        m = ctx.matrices
         ev.append(EvidenceItem(f"{fw.name} {row.version} wheels for Python", spec, row_source(m, row)))
         alt = _supported_release(ctx, fw, py)
         msg = (f"{fw_label(fw)} published wheels only for Python {spec}, but this environment runs Python "
@@ -219,10 +217,8 @@ the data fixes it.
             "fix: `envdoctor matrices refresh`.",
     references=["https://pytorch.org/get-started/previous-versions/", "https://github.com/pytorch/pytorch/releases"],
 )
-def framework_newer_than_data(ctx, r):
-    m = matrices(ctx)
-    if m is None:
-        return []
+def framework_newer_than_data(ctx: Context, r: Rule) -> List[Finding]:
+    m = ctx.matrices
     out = []
     for name in ("torch", "tensorflow", "jax"):
         fw = ctx.framework(name)
@@ -230,15 +226,16 @@ def framework_newer_than_data(ctx, r):
             continue
         v = parse_version(fw.version)
         newest = m.newest_known(name)
-        if v is None or parse_version(newest) is None:
+        top = parse_version(newest)
+        if v is None or top is None:
             continue
-        if Version(v.base_version) <= Version(newest):
+        if Version(v.base_version) <= top:
             continue
         table = _TABLE_OF[name]
-        src = m.sources.get(table, "matrices") if isinstance(getattr(m, "sources", None), dict) else "matrices"
-        collected = (getattr(m, "table_collected", {}) or {}).get(table) or m.collected
+        src = m.sources.get(table, "matrices")
+        collected = m.table_collected.get(table) or m.collected
         ev = [EvidenceItem(f"{name} installed", fw.version, fw_source(fw)),
-              EvidenceItem(f"newest {name} in envdoctor's data", newest, f"{src} (collected {collected})")]
+              EvidenceItem(f"newest {name} in envdoctor's data", str(top), f"{src} (collected {collected})")]
         pre = v.is_prerelease or v.is_devrelease
         known = _series_known(m, name, fw.version)
         if pre or known:
@@ -283,10 +280,8 @@ be missing. `envdoctor matrices refresh` fetches the current data.
     example="Data collected 2026-03-01, snapshot taken 2026-11-29 (273 days): `ED901 info`.",
     references=["https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html"],
 )
-def data_old(ctx, r):
-    m = matrices(ctx)
-    if m is None:
-        return []
+def data_old(ctx: Context, r: Rule) -> List[Finding]:
+    m = ctx.matrices
     collected = _parse_date(m.collected)
     if collected is None:
         return []
@@ -296,8 +291,9 @@ def data_old(ctx, r):
         return []
     ev = [EvidenceItem("compatibility data collected", str(m.collected), "matrices (oldest table date)"),
           EvidenceItem("snapshot created", ctx.snap.created or taken.date().isoformat(), "snapshot:created")]
-    olds = [f"{t} {d}" for t, d in sorted((getattr(m, "table_collected", {}) or {}).items())
-            if d and _parse_date(d) is not None and (taken - _parse_date(d)).days > DATA_MAX_AGE_DAYS]
+    dates = {t: _parse_date(d) for t, d in m.table_collected.items() if d}
+    olds = [f"{t} {m.table_collected[t]}" for t, day in sorted(dates.items())
+            if day is not None and (taken - day).days > DATA_MAX_AGE_DAYS]
     if olds:
         ev.append(EvidenceItem("tables older than the limit", ", ".join(olds), "matrices"))
     msg = (f"envdoctor's compatibility data was collected on {m.collected}, {age} days before this snapshot "
@@ -314,7 +310,7 @@ def _gpu_build_facts(ctx):
     """BuildFacts of each torch / tensorflow / jaxlib build that would use a GPU (a CUDA or ROCm build, or a
     jaxlib with a CUDA plugin beside it)."""
     from envdoctor.facts.builds import build_facts
-    from envdoctor.rules.cudnn_pins import is_cudnn_wheel, jax_plugin, parse_pins
+    from envdoctor.facts.pins import is_cudnn_wheel, jax_plugin, parse_pins
 
     out = []
     plugins = [f for f in ctx.frameworks if jax_plugin(f) is not None]
@@ -325,7 +321,7 @@ def _gpu_build_facts(ctx):
         if not gpu:
             continue
         pins = [p for p in parse_pins(fw, ctx.snap) if is_cudnn_wheel(p.name) and p.extra is None]
-        bf = build_facts(matrices(ctx), fw, cudnn_pin=pins[0].text if pins else None)
+        bf = build_facts(ctx.matrices, fw, cudnn_pin=pins[0].text if pins else None)
         if bf is not None:
             if fw.name == "jaxlib" and not bf.cuda and plugins:
                 bf.cuda = plugins[0].cuda_version
@@ -360,10 +356,8 @@ binaries dropped sm_35 and failed on a Tesla K40m; jax 0.4.9 on a Tesla K80).
         "https://github.com/jax-ml/jax/issues/5464",
     ],
 )
-def release_not_in_data(ctx, r):
-    m = matrices(ctx)
-    if m is None:
-        return []
+def release_not_in_data(ctx: Context, r: Rule) -> List[Finding]:
+    m = ctx.matrices
     out = []
     for bf in _gpu_build_facts(ctx):
         if bf.in_data or bf.position in ("", "newer"):

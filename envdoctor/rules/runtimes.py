@@ -7,10 +7,12 @@ from typing import List, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from envdoctor.facts.builds import cuda_builds
+from envdoctor.facts.driver import driver_facts, driver_runs
+from envdoctor.facts.versions import parse_version
 from envdoctor.rules._runtime_data import runtimes_rows
-from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import parse_version
-from envdoctor.rules.cuda_driver import cuda_builds, driver_facts, driver_runs
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 
 DATA = "matrices/runtimes.toml"
 ORT_GPU_FIX = "$ pip uninstall -y onnxruntime onnxruntime-gpu && pip install onnxruntime-gpu"
@@ -73,7 +75,7 @@ the same location").
     references=["https://onnxruntime.ai/docs/install/#python-installs",
                 "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements"],
 )
-def onnxruntime_wheel(ctx, r):
+def onnxruntime_wheel(ctx: Context, r: Rule) -> List[Finding]:
     orts = _onnxruntimes(ctx)
     if len(orts) > 1:
         names = ", ".join(f"{fw.distribution} {fw.version}" for fw in orts)
@@ -105,7 +107,7 @@ to the CPU. The majors come from the wheel's capi/build_and_package_info.py wher
     references=["https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements",
                 "https://github.com/microsoft/onnxruntime/issues/21769"],
 )
-def onnxruntime_cuda_deps(ctx, r):
+def onnxruntime_cuda_deps(ctx: Context, r: Rule) -> List[Finding]:
     orts = _onnxruntimes(ctx)
     if len(orts) != 1 or orts[0].build != "cuda" or not ctx.has_nvidia_gpu:
         return []  # ED680 speaks about clashes; without a GPU there is no provider to load
@@ -168,7 +170,7 @@ as torch-tensorrt or TF-TRT use it) two CUDA runtimes and cuBLAS copies get load
     references=["https://docs.nvidia.com/deeplearning/tensorrt/latest/installing-tensorrt/install-pip.html",
                 "https://docs.nvidia.com/deeplearning/tensorrt/latest/getting-started/support-matrix.html"],
 )
-def tensorrt_cuda_line(ctx, r):
+def tensorrt_cuda_line(ctx: Context, r: Rule) -> List[Finding]:
     lines = _tensorrt_lines(ctx)
     if not lines:
         return []
@@ -211,13 +213,13 @@ onnxruntime installed) and torch is new enough; as a warning where dynamo=True i
     references=["https://docs.pytorch.org/tutorials/beginner/onnx/intro_onnx.html",
                 "https://docs.pytorch.org/docs/stable/onnx.html"],
 )
-def torch_onnx_exporter(ctx, r):
+def torch_onnx_exporter(ctx: Context, r: Rule) -> List[Finding]:
     torch = ctx.framework("torch")
     tv = parse_version(torch.version) if torch else None
     rows = runtimes_rows("torch_onnx")
     packages = ctx.snap.python.packages
     intent = [n for n in packages if n in ("onnx", "onnxscript") or n.startswith("onnxruntime")]
-    if tv is None or not rows or not intent:
+    if torch is None or tv is None or not rows or not intent:
         return []
     row = rows[0]
     since, default_since = parse_version(str(row.get("since"))), parse_version(str(row.get("default_since")))

@@ -3,7 +3,10 @@ ED002: a probe that failed (that part of the machine is unknown, never "absent")
 ED003: a rule that failed (envdoctor could not judge; the engine reports it, see rules/engine.py)."""
 from __future__ import annotations
 
-from envdoctor.rules.base import EvidenceItem, rule
+from typing import List
+
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 
 # only states the nvidia probe concluded; "unknown" (or a probe that failed) never means "no GPU"
 _NO_GPU_STATES = ("not_installed", "no_devices")
@@ -42,7 +45,7 @@ about CUDA versions that cannot matter. When a driver is installed but broken, o
     example="A laptop without an NVIDIA GPU, torch 2.13.0+cpu and jax installed: `ED001 info`, exit code 0.",
     references=["https://docs.nvidia.com/cuda/cuda-installation-guide-linux/"],
 )
-def no_nvidia_gpu(ctx, r):
+def no_nvidia_gpu(ctx: Context, r: Rule) -> List[Finding]:
     snap = ctx.snap
     if snap.gpus or snap.driver.state not in _NO_GPU_STATES or failed_probe(snap, "nvidia") is not None:
         return []  # a failed nvidia probe is ED002's: unknown, not absent
@@ -79,7 +82,7 @@ environment of an image root without --python, facts a gate target did not state
             "`ED001 No NVIDIA GPU`.",
     references=["docs/report.md", "docs/snapshot.md"],
 )
-def probe_failed(ctx, r):
+def probe_failed(ctx: Context, r: Rule) -> List[Finding]:
     out = []
     for p in ctx.snap.probes:
         if p.status in PROBE_ANSWERED:
@@ -113,5 +116,5 @@ rule (its ID is the finding's subject), so `--strict` fails and nobody reads "No
     example="ED300 raised TypeError on an odd snapshot: `ED003 warning envdoctor could not judge ED300 (...)`.",
     references=["docs/report.md"],
 )
-def rule_failed(ctx, r):
+def rule_failed(ctx: Context, r: Rule) -> List[Finding]:
     return []  # produced by the engine (envdoctor.rules.engine.crash_finding) for a rule that raised

@@ -11,9 +11,11 @@ on PATH). On Linux cuDNN is judged by ED300, so this rule asks for cudart and cu
 from __future__ import annotations
 
 import ntpath
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
-from envdoctor.rules.base import EvidenceItem, rule
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
+from envdoctor.snapshot import Framework
 
 
 def _serves_tf_from_system(ctx, fw) -> bool:
@@ -41,7 +43,7 @@ def _loader_known(ctx) -> bool:
     return any(lib.name == "libcuda" for lib in ctx.snap.loader.libraries)
 
 
-def _wanted(fw, os_name: str) -> List[Tuple[object, str]]:
+def _wanted(fw: Framework, os_name: str) -> List[Tuple[Any, str]]:
     from envdoctor.knowledge.extra_tables import system_libraries
 
     out = []
@@ -100,7 +102,7 @@ cuDNN is ED300's; this rule names the CUDA runtime and cuBLAS.
         "https://www.tensorflow.org/install/source#gpu",
     ],
 )
-def system_cuda_runtime_missing(ctx, r):
+def system_cuda_runtime_missing(ctx: Context, r: Rule) -> List[Finding]:
     if not ctx.has_nvidia_gpu or ctx.os == "macos" or not _loader_known(ctx):
         return []
     os_name = "windows" if ctx.os == "windows" else "linux"
@@ -120,7 +122,7 @@ def system_cuda_runtime_missing(ctx, r):
             f"{names} not found on {where}. TensorFlow logs \"Could not load dynamic library '{missing[0][1]}'\" "
             f"and then runs without the GPU.",
             area="tensorflow", subject=f"{fw.distribution} {fw.version}", cause=f"system-runtime:{fw.distribution}",
-            fix=[f"Install the CUDA {fw.cuda_version.split('.')[0]}.x runtime"
+            fix=[f"Install the CUDA {str(fw.cuda_version).split('.')[0]}.x runtime"
                  + (f" and cuDNN {fw.cudnn_version.split('.')[0]}" if any(r_.family == "cudnn" for r_, _ in missing)
                     and fw.cudnn_version else "")
                  + f" the build names (TensorFlow's tested build configurations) and put its "

@@ -20,19 +20,12 @@ from typing import List, Optional, Tuple
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from envdoctor.rules.requires import marker_extras
-from envdoctor.rules.base import EvidenceItem, rule
-from envdoctor.rules.context import parse_version
-from envdoctor.rules.cudnn_pins import (
-    fw_label,
-    fw_src,
-    jax_plugin,
-    lower_bound,
-    parse_pins,
-    public,
-    row_src,
-    spec,
-)
+from envdoctor.facts.labels import fw_label, row_src
+from envdoctor.facts.labels import fw_source as fw_src
+from envdoctor.facts.pins import jax_plugin, marker_extras, parse_pins, spec
+from envdoctor.facts.versions import lower_bound, parse_version, public
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
 from envdoctor.snapshot import Framework
 
 JAX_CAUSE = "jax-version-step"
@@ -45,9 +38,9 @@ def _contains(sp: Optional[SpecifierSet], version: Optional[str]) -> Optional[bo
     return sp.contains(v, prereleases=True)
 
 
-def _upper_bound(sp: SpecifierSet) -> Optional[Version]:
+def _upper_bound(sp: Optional[SpecifierSet]) -> Optional[Version]:
     best = None
-    for s in sp:
+    for s in sp or ():
         if s.operator in ("<=", "==", "===", "<") and "*" not in s.version:
             v = parse_version(s.version)
             if v is not None and (best is None or v < best):
@@ -63,7 +56,7 @@ def _jaxlib_spec(ctx, jax: Framework) -> Tuple[Optional[SpecifierSet], str, str]
     if plain:
         return plain[0].specifier, plain[0].line, fw_src(jax)
     m = ctx.matrices
-    rel = m.jax_release(jax.version) if m is not None else None
+    rel = m.jax_release(jax.version)
     if rel is not None and public(rel.version) == public(jax.version):
         sp = spec(rel.jaxlib)
         if sp is not None:
@@ -136,7 +129,7 @@ PJRT exactly. pip lets these drift when another package asks for an older jax. T
         "https://docs.jax.dev/en/latest/installation.html",
     ],
 )
-def jax_versions_out_of_step(ctx, r):
+def jax_versions_out_of_step(ctx: Context, r: Rule) -> List[Finding]:
     jax, jaxlib, plugins, pjrts = _jax_parts(ctx)
     findings = []
     if jax is not None and jaxlib is not None:
@@ -227,7 +220,7 @@ def _torch_requirement(ctx, comp: Framework) -> Tuple[Optional[SpecifierSet], st
         return None, "", ""  # the metadata is there and names no torch pin (torchaudio 2.11.0): nothing to judge
     m = ctx.matrices
     cv = public(comp.version)
-    if m is None or cv is None:
+    if cv is None:
         return None, "", ""
     for rel in m.pytorch_releases:
         for p in rel.patch_rows:
@@ -242,16 +235,17 @@ def _torch_requirement(ctx, comp: Framework) -> Tuple[Optional[SpecifierSet], st
 
 def _companion_for(ctx, torch: Framework, name: str) -> Optional[str]:
     m = ctx.matrices
-    rel = m.torch_release(torch.version) if m is not None else None
+    rel = m.torch_release(torch.version)
     row = rel.patch(torch.version) if rel is not None else None
     return getattr(row, name, None) if row is not None else None
 
 
 def _install_companion(ctx, torch: Framework, name: str, version: str) -> str:
-    label = "+" + torch_local(torch) if torch_local(torch) else ""
+    local = torch_local(torch)
+    label = "+" + local if local else ""
     cmd = f'$ pip install "{name}=={version}{label}"'
     m = ctx.matrices
-    if label and m is not None:
+    if label:
         var = m.torch_variant(torch.version, torch_local(torch))
         if var is not None and var.index_url:
             cmd += f" --index-url {var.index_url}"
@@ -304,7 +298,7 @@ when torch is upgraded or reinstalled from another index without its companions.
         "https://pytorch.org/get-started/previous-versions/",
     ],
 )
-def torch_companion_mismatch(ctx, r):
+def torch_companion_mismatch(ctx: Context, r: Rule) -> List[Finding]:
     torch = ctx.framework("torch")
     if torch is None:
         return []

@@ -5,7 +5,7 @@ import pytest
 
 from envdoctor.knowledge import load_matrices
 from envdoctor.rules.context import Context
-from envdoctor.rules.cuda_driver import kernel_for
+from envdoctor.facts.gpus import kernel_for
 from envdoctor.rules.engine import run_rules, select_rules
 from tests.snapfactory import jax, machine, tensorflow, torch
 

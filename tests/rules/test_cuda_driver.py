@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from envdoctor.knowledge import load_matrices
+from envdoctor.knowledge.matrices import Matrices
 from envdoctor.rules.context import Context
 from envdoctor.rules.engine import run_rules, select_rules
 from envdoctor.snapshot import Framework
@@ -187,7 +188,7 @@ def test_unknown_facts_are_silent(snap, mat):
 def test_no_matrices_no_crash_no_guess():
     snap = machine(driver="470.57.02", driver_cuda="11.4", gpus=["NVIDIA GeForce RTX 3090:8.6"],
                    frameworks=[torch("2.1.2+cu121", cuda="12.1")])
-    fs = run_rules(Context(snap, None), select_rules(only=["ED100", "ED2", "ED500", "ED9"]))
+    fs = run_rules(Context(snap, Matrices.empty()), select_rules(only=["ED100", "ED2", "ED500", "ED9"]))
     assert not [f for f in fs if "could not run" in f.message]
     # without data the driver's own CUDA level still tells
     assert [f.severity for f in fs if f.id == "ED100"] == ["error"]

@@ -231,7 +231,7 @@ def test_conda_torch_with_the_environments_own_cudnn_is_not_judged():
 def test_canonical_name_agrees_with_packaging(name):
     from packaging.utils import canonicalize_name
 
-    from envdoctor.rules.requires import canonical_name, requirement
+    from envdoctor.facts.pins import canonical_name, requirement
 
     assert canonical_name(name) == canonicalize_name(name)
     assert requirement("Requires-Dist: nvidia-cudnn-cu12 (==9.1.0.70) ; extra == 'x'").name == "nvidia-cudnn-cu12"

@@ -5,6 +5,7 @@ import pytest
 from packaging.version import Version
 
 from envdoctor.knowledge import load_matrices
+from envdoctor.knowledge.matrices import Matrices
 from envdoctor.rules.context import Context
 from envdoctor.rules.engine import run_rules, select_rules
 from tests.snapfactory import jax, machine, tensorflow, torch
@@ -125,7 +126,7 @@ def test_known_versions_are_silent(mat):
 
 def test_no_data_no_finding():
     snap = machine(frameworks=[torch("9.9.9+cpu")], python="3.11.7")
-    fs = run_rules(Context(snap, None), select_rules(only=["ED900", "ED901", "ED500"]))
+    fs = run_rules(Context(snap, Matrices.empty()), select_rules(only=["ED900", "ED901", "ED500"]))
     assert fs == []
 
 

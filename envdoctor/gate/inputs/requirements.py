@@ -1,0 +1,278 @@
+"""pip's requirements-file format: logical lines, options, -r / -c includes (relative to the including file,
+cycles refused), PEP 508 lines, direct wheel URLs / paths (judged by their file-name tags)."""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from typing import Dict, List, Mapping, Optional, Tuple
+from urllib.parse import unquote, urlparse
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+from envdoctor.gate.inputs.interface import (MAX_INCLUDE_DEPTH, IndexOption, InputProblem, InputRequirement, InputUnit,
+                                             Location, Reader, _why, long_number)
+
+# --------------------------------------------------------------------------- requirements files (pip's format)
+
+# pip's own rules (pip/_internal/req/req_file.py): a comment starts at '#' at the line start or after whitespace;
+# a line ending in a backslash continues on the next one (not a comment line); ${VAR} is expanded from the
+# environment when set; the first token starting with '-' ends the requirement and starts its options.
+_COMMENT = re.compile(r"(^|\s+)#.*$")
+_ENV_VAR = re.compile(r"\$\{(?P<name>[A-Z0-9_]+)\}")
+_NAME_AT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\s*(\[[^\]]*\])?\s*@")
+_ARCHIVE = (".whl", ".zip", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar")
+
+# option -> (canonical, takes a value)
+_PIP_OPTIONS: Dict[str, Tuple[str, bool]] = {
+    "-r": ("requirement", True), "--requirement": ("requirement", True),
+    "-c": ("constraint", True), "--constraint": ("constraint", True),
+    "-i": ("index-url", True), "--index-url": ("index-url", True),
+    "--extra-index-url": ("extra-index-url", True),
+    "-f": ("find-links", True), "--find-links": ("find-links", True),
+    "--no-index": ("no-index", False),
+    "-e": ("editable", True), "--editable": ("editable", True),
+    "--pre": ("pre", False), "--prefer-binary": ("prefer-binary", False), "--require-hashes": ("require-hashes", False),
+    "--trusted-host": ("trusted-host", True), "--only-binary": ("only-binary", True), "--no-binary": ("no-binary", True),
+    "--use-feature": ("use-feature", True),
+    # per-requirement options (pip keeps these on a requirement line)
+    "--hash": ("hash", True), "--global-option": ("global-option", True), "--config-settings": ("config-settings", True),
+    "--install-option": ("install-option", True),
+}
+_PER_REQUIREMENT = ("hash", "global-option", "config-settings", "install-option")
+_INDEX_KINDS = ("index-url", "extra-index-url", "find-links", "no-index")
+
+
+def logical_lines(text: str) -> List[Tuple[int, str]]:
+    """(first line number, text) of each logical line: continuations joined as pip joins them."""
+    out: List[Tuple[int, str]] = []
+    parts: List[str] = []
+    first = 0
+    for n, line in enumerate(text.splitlines(), 1):
+        comment_only = bool(re.match(r"^\s*#", line))
+        if line.endswith("\\") and not comment_only:
+            if not parts:
+                first = n
+            parts.append(line[:-1])
+            continue
+        if parts:
+            parts.append(" " + line if comment_only else line)
+            out.append((first, "".join(parts)))
+            parts = []
+        else:
+            out.append((n, line))
+    if parts:
+        out.append((first, "".join(parts)))
+    return out
+
+
+def _expand_env(line: str, env: Mapping[str, str]) -> str:
+    return _ENV_VAR.sub(lambda mm: env.get(mm.group("name"), mm.group(0)), line)
+
+
+def _break_args_options(line: str) -> Tuple[str, str]:
+    tokens = line.split(" ")
+    args: List[str] = []
+    rest = list(tokens)
+    for token in tokens:
+        if token.startswith("-"):
+            break
+        args.append(token)
+        rest.pop(0)
+    return " ".join(args).strip(), " ".join(rest).strip()
+
+
+def _match_option(token: str) -> Optional[Tuple[str, str, Optional[str]]]:
+    """(spelling, canonical, attached value) of a pip option token; long options may be abbreviated (optparse)."""
+    if token.startswith("--"):
+        name, eq, value = token.partition("=")
+        if name in _PIP_OPTIONS:
+            return name, _PIP_OPTIONS[name][0], (value if eq else None)
+        hits = [o for o in _PIP_OPTIONS if o.startswith("--") and o.startswith(name)]
+        if len(hits) == 1:
+            return hits[0], _PIP_OPTIONS[hits[0]][0], (value if eq else None)
+        return None
+    if len(token) >= 2 and token[:2] in _PIP_OPTIONS:
+        attached = token[2:]
+        return token[:2], _PIP_OPTIONS[token[:2]][0], (attached or None)
+    return None
+
+
+def parse_options(text: str) -> Tuple[List[Tuple[str, str, Optional[str]]], Optional[str]]:
+    """[(spelling, canonical option, value)], or an error message, for the options part of a line."""
+    try:
+        tokens = shlex.split(text)
+    except ValueError as exc:
+        return [], f"cannot split the options ({exc})"
+    out: List[Tuple[str, str, Optional[str]]] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        hit = _match_option(tok)
+        if hit is None:
+            return out, f"pip does not accept {tok!r} in a requirements file"
+        spelling, canon, value = hit
+        takes = _PIP_OPTIONS[spelling][1]
+        if takes and value is None:
+            if i + 1 >= len(tokens):
+                return out, f"option {spelling} needs a value"
+            value = tokens[i + 1]
+            i += 1
+        elif not takes and value is not None:
+            return out, f"option {spelling} takes no value"
+        out.append((spelling, canon, value))
+        i += 1
+    return out, None
+
+
+def _looks_like_url_or_path(text: str) -> bool:
+    if _NAME_AT.match(text):
+        return False
+    head = text.split(";", 1)[0].strip()
+    return ("://" in head or head.startswith((".", "/", "~", "file:")) or head.lower().endswith(_ARCHIVE)
+            or bool(re.match(r"^[A-Za-z]:[\\/]", head)))
+
+
+def wheel_info(url: str) -> Optional[Tuple[str, str, Tuple[str, ...]]]:
+    """(canonical name, version, tags) from a wheel URL or path; None when it does not name a wheel file.
+    ValueError for a URL that cannot be parsed (an unclosed IPv6 bracket) or a version with a huge number."""
+    path = urlparse(url).path if "://" in url else url
+    base = unquote(path.rsplit("/", 1)[-1].split("#", 1)[0])
+    if not base.lower().endswith(".whl"):
+        return None
+    too_long = long_number(base)
+    if too_long:
+        raise ValueError(too_long)
+    try:
+        name, version, _build, tags = parse_wheel_filename(base)
+    except (InvalidWheelFilename, ValueError):
+        return None
+    tag_text = tuple(sorted({f"{t.interpreter}-{t.abi}-{t.platform}" for t in tags}))
+    return str(name), str(version), tag_text
+
+
+def _wheel_or_problem(url: str) -> Tuple[Optional[Tuple[str, str, Tuple[str, ...]]], Optional[str]]:
+    try:
+        return wheel_info(url), None
+    except ValueError as exc:
+        return None, f"invalid URL {url[:80]!r}: {exc}"
+
+
+def parse_requirement_text(text: str, loc: Location) -> Tuple[Optional[InputRequirement], Optional[str]]:
+    """A requirement (PEP 508, a direct wheel URL / path, or ``name @ url``) -> (requirement or None, problem)."""
+    text = text.strip()
+    url_like = _looks_like_url_or_path(text)
+    before, _, marker = text.partition(";")
+    # every part but a URL (its hashes may be long digit runs) is checked for numbers no version has
+    problem = long_number(marker if url_like else (before.split("@", 1)[0] if _NAME_AT.match(text) else before)
+                          + ";" + marker)
+    if problem:
+        return None, problem
+    if url_like:
+        url = before.strip()
+        info, problem = _wheel_or_problem(url)
+        if info is None:
+            return None, problem  # no problem: a source archive, a VCS URL or a local project, not a judged wheel
+        name, version, tags = info
+        return InputRequirement(name=name, raw=text, loc=loc, specifier=f"=={version}", url=url, version=version,
+                                wheel_tags=tags, marker=marker.strip() or None), None
+    try:
+        req = Requirement(text)
+    except InvalidRequirement as exc:
+        return None, f"invalid requirement {text[:200]!r}: {str(exc).splitlines()[0][:200]}"
+    except ValueError as exc:  # a URL packaging cannot parse
+        return None, f"invalid requirement {text[:200]!r}: {str(exc)[:200]}"
+    r = InputRequirement(name=canonicalize_name(req.name), raw=text, loc=loc,
+                         extras=tuple(sorted(canonicalize_name(x) for x in req.extras)),
+                         specifier=str(req.specifier), marker=str(req.marker) if req.marker is not None else None)
+    if req.url:
+        r.url = req.url
+        info, problem = _wheel_or_problem(req.url)
+        if problem:
+            return None, problem
+        if info is not None:
+            r.version, r.wheel_tags = info[1], info[2]
+            r.specifier = f"=={info[1]}"
+    return r, None
+
+
+class _RequirementsLoader:
+    """Reads a requirements file and its -r / -c includes (relative to the including file, cycles refused)."""
+
+    def __init__(self, unit: InputUnit, problems: List[InputProblem], env: Mapping[str, str], read: Reader) -> None:
+        self.unit = unit
+        self.problems = problems
+        self.env = env
+        self.read = read
+        self.stack: List[str] = []
+
+    def load(self, display: str, text: str, constraint: bool = False, group: Optional[Tuple[str, str]] = None) -> None:
+        real = os.path.realpath(display)
+        self.stack.append(real)
+        try:
+            for n, line in logical_lines(text):
+                self._line(display, n, line, constraint, group)
+        finally:
+            self.stack.pop()
+
+    def _line(self, display: str, n: int, line: str, constraint: bool, group) -> None:
+        loc = Location(display, n)
+        line = _COMMENT.sub("", line).strip()
+        if not line:
+            return
+        line = _expand_env(line, self.env)
+        args, opts_text = _break_args_options(line)
+        opts, err = parse_options(opts_text) if opts_text else ([], None)
+        if err:
+            self.problems.append(InputProblem(loc, err))
+            return
+        if args:
+            req, perr = parse_requirement_text(args, loc)
+            if perr:
+                if "${" in args:
+                    perr += " (an environment variable in it is not set)"
+                self.problems.append(InputProblem(loc, perr))
+                return
+            if req is None:
+                return
+            req.constraint = constraint
+            req.group = group
+            req.ignored_options = [(sp, v or "") for sp, canon, v in opts if canon not in _PER_REQUIREMENT]
+            self.unit.requirements.append(req)
+            return
+        for spelling, canon, value in opts:
+            if canon in ("requirement", "constraint"):
+                self._include(display, loc, spelling, value or "", constraint=(canon == "constraint"), group=group)
+            elif canon in _INDEX_KINDS:
+                self.unit.indexes.append(IndexOption(canon, value or "", loc))
+            elif canon == "editable":
+                continue  # an editable local project or VCS checkout: not a framework wheel
+            # --pre, --trusted-host, --only-binary ... do not change what is judged
+
+    def _include(self, display: str, loc: Location, spelling: str, target: str, constraint: bool, group) -> None:
+        if "\x00" in target:
+            self.problems.append(InputProblem(loc, f"{spelling}: the file name contains a NUL byte"))
+            return
+        if "://" in target:
+            self.unit.notes.append(f"{loc}: {spelling} {target} not read (envdoctor gate works offline)")
+            return
+        base = os.path.dirname(display)
+        child = os.path.normpath(os.path.join(base, target)) if not os.path.isabs(target) else target
+        real = os.path.realpath(child)
+        if real in self.stack:
+            cycle = self.stack[self.stack.index(real):] + [real]
+            chain = " -> ".join(os.path.relpath(p) for p in cycle)
+            self.problems.append(InputProblem(loc, f"cyclic include: {spelling} {target} ({chain})"))
+            return
+        if len(self.stack) >= MAX_INCLUDE_DEPTH:
+            self.problems.append(InputProblem(loc, f"includes nested deeper than {MAX_INCLUDE_DEPTH} files"))
+            return
+        try:
+            text = self.read(child)
+        except (OSError, ValueError) as exc:
+            self.problems.append(InputProblem(loc, f"{spelling} {target}: cannot read {child}: {_why(exc)}"))
+            return
+        if child not in self.unit.files:
+            self.unit.files.append(child)
+        self.load(child, text, constraint=constraint, group=group)
