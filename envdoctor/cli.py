@@ -192,7 +192,7 @@ def _exit_now(code: Any) -> None:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe: the exit status still says how it went
             pass
-    atexit._run_exitfuncs()  # type: ignore[attr-defined]
+    atexit._run_exitfuncs()
     os._exit(code)
 
 

@@ -178,7 +178,7 @@ class FormatChoice(click.Choice):
     def __init__(self) -> None:
         super().__init__(names())
 
-    @property  # type: ignore[override]
+    @property
     def choices(self) -> tuple:  # noqa: D401 - click reads self.choices
         return tuple(FORMATS)
 
