@@ -36,12 +36,13 @@ import tempfile
 import time
 
 # Runs the real `envdoctor check` in this process, timing its phases by wrapping the functions
-# envdoctor.commands.check calls (no copy of check's logic): the figures land in $BENCH_OUT as JSON.
+# envdoctor.commands.check calls in envdoctor.doctor (no copy of check's logic): the figures land in $BENCH_OUT as JSON.
 PHASES = r"""
 import json, os, sys, time
 t0 = time.perf_counter()
 import envdoctor.cli as cli
 import envdoctor.commands as commands
+import envdoctor.doctor as doctor
 mark = {"import": time.perf_counter()}
 spent = {"data": 0.0, "select": 0.0, "probes": 0.0, "rules": 0.0, "emit": 0.0}
 box = {}
@@ -57,14 +58,14 @@ def timed(name, fn):
             spent[name] += mark[name] - start
     return wrapper
 
-commands.load_data = timed("data", commands.load_data)
-commands.prepare_judgement = timed("select", commands.prepare_judgement)
-_obtain = commands.obtain_snapshot
+doctor.load_data = timed("data", doctor.load_data)
+doctor.prepare_judgement = timed("select", doctor.prepare_judgement)
+_obtain = doctor.obtain_snapshot
 def obtain(*a, **k):
     box["snap"] = snap = _obtain(*a, **k)
     return snap
-commands.obtain_snapshot = timed("probes", obtain)
-commands.build_report = timed("rules", commands.build_report)
+doctor.obtain_snapshot = timed("probes", obtain)
+doctor.build_report = timed("rules", doctor.build_report)
 commands.emit = timed("emit", commands.emit)
 commands.check.callback = timed("callback", commands.check.callback)
 sys.stdout = open(os.devnull, "w")

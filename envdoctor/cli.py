@@ -4,111 +4,92 @@ Exit codes: 0 no error (warnings allowed); 1 the doctor found an error (with
 --strict also a warning); 2 bad usage, bad input, or envdoctor itself failed.
 Every failure reaches the user as one line on stderr, never a traceback
 (set ENVDOCTOR_DEBUG=1 to see one).
+
+This module and every command's ``cli.py`` only translate options: the work is in envdoctor.doctor and each
+command's core. Imports inside functions here are for start-up speed: a command's module, the snapshot model and
+the subprocess module load only when used.
 """
 from __future__ import annotations
 
-import functools
+import atexit
+import importlib
 import os
+import signal
 import sys
-from typing import Callable, Optional
+import threading
+from types import FrameType
+from typing import Any, Dict, List, NoReturn, Optional, Tuple
 
 import click
 
 from envdoctor import __version__
-from envdoctor.errors import EXIT_USAGE, BadInput, EnvdoctorError
-from envdoctor.options import Seconds
+from envdoctor.cli_options import force_option, machine_options
+from envdoctor.doctor import obtain_snapshot, snapshot_dict
+from envdoctor.emit import emit
+from envdoctor.errors import EXIT_USAGE, EnvdoctorError
 
 FORMATS_PROBE = ("text", "json")
 
-
-def machine_options(fn: Callable) -> Callable:
-    """Options shared by every command that looks at a machine."""
-
-    @click.option("--python", "python_path", metavar="PATH", help="Inspect the environment of this Python interpreter.")
-    @click.option("--root", "root_dir", metavar="DIR", help="Read system files under DIR instead of / (a mounted image).")
-    @click.option("--snapshot", "snapshot_file", metavar="FILE", help="Judge a saved snapshot instead of probing.")
-    @click.option("--timeout", type=Seconds(0.1, 600), default=5.0, show_default=True,
-                  help="Seconds each external command may take.")
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        return fn(*args, **kwargs)
-
-    return wrapper
-
-
-# Every command with -o FILE takes --force too (envdoctor.outfile: a dangling symlink is refused without it).
-force_option = click.option("--force", "force_output", is_flag=True,
-                            help="With -o: write through a dangling symlink (its target is created).")
-
-
-def obtain_snapshot(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Optional[str], timeout: float,
-                    kernels: bool = False):
-    """Probe the machine (or load a saved snapshot); bad input raises BadInput."""
-    if snapshot_file:
-        if python_path or root_dir:
-            raise BadInput("--snapshot cannot be combined with --python or --root")
-        from envdoctor.snapshot_io import load_snapshot
-
-        return load_snapshot(snapshot_file)
-    from envdoctor.fsroot import Root
-    from envdoctor.probes import ProbeContext, run_probes
-
-    root = Root("/")
-    if root_dir:
-        if not os.path.exists(root_dir):
-            raise BadInput(f"--root {root_dir}: no such directory")
-        if not os.path.isdir(root_dir):
-            raise BadInput(f"--root {root_dir}: not a directory")
-        root = Root(os.path.abspath(root_dir))
-    # An image's root carries none of this shell's variables: with --root only PATH (to find
-    # commands) is kept, so the host's LD_LIBRARY_PATH or CUDA_HOME never describe the image.
-    env = dict(os.environ) if root.is_live else {"PATH": os.environ.get("PATH", os.defpath)}
-    ctx = ProbeContext(root=root, env=env, timeout=timeout, target_python=python_path, kernels=kernels)
-    return run_probes(ctx)  # a --python that is not Python raises BadInput from its probe
-
-
-def snapshot_dict(snap, redact: bool) -> dict:
-    data = snap.to_dict()
-    if redact and not snap.redacted:
-        from envdoctor.redact import redact_dict
-
-        data = redact_dict(data)
-    return data
-
-
-def emit(text: str, output: Optional[str], force: bool = False, redact: bool = True, snapshot=None) -> None:
-    """Print a command's output, or write it to -o FILE by envdoctor.outfile's rules (force: a dangling symlink's
-    target is made), through the one redactor unless --no-redact."""
-    if redact:
-        from envdoctor.redact import redact_output
-
-        text = redact_output(text, snapshot)
-    if output:
-        from envdoctor.outfile import write_output
-
-        write_output(output, text, force=force)
-    else:
-        click.echo(text, nl=not text.endswith("\n"))
+# Every command besides `probe`, as name -> (module, attribute): a command's module is imported only when that
+# command runs, so `check` never pays for `gate`'s imports, and `envdoctor --help` lists them from SUMMARIES
+# (each command's first help paragraph; tests/test_cli_layering.py keeps the two equal) without importing any.
+COMMANDS: Dict[str, Tuple[str, str]] = {
+    "check": ("envdoctor.commands", "check"),
+    "rules": ("envdoctor.commands", "rules_cmd"),
+    "explain": ("envdoctor.commands", "explain"),
+    "matrices": ("envdoctor.knowledge.cli", "matrices"),
+    "lock": ("envdoctor.lock.cli", "lock"),
+    "smoke": ("envdoctor.smoke.cli", "smoke"),
+    "gate": ("envdoctor.gate.cli", "gate"),
+    "onboard": ("envdoctor.onboard.cli", "onboard"),
+    "fleet": ("envdoctor.fleet.cli", "fleet"),
+}
+SUMMARIES: Dict[str, str] = {
+    "check": "Judge the machine: findings with IDs, evidence and fixes.",
+    "rules": "List the doctor's rules (every family: machine, smoke, gate).",
+    "explain": "Explain a rule: its rationale, an example, the fix, references and the source file that registers it.",
+    "matrices": "The compatibility data: list and show the tables, verify them against the package index, refresh "
+                "them.",
+    "lock": "Pin torch / tensorflow / jax builds that fit together and fit the machine (or --cuda / --driver / "
+            "--snapshot): a requirements-cuda.txt for pip and uv, or an environment.yml for conda.",
+    "smoke": "Run a small program per framework (torch, tensorflow, jax, cupy) in its own process: import, devices, "
+             "matmul and conv checked against a CPU reference, mixed precision, the compiler path.",
+    "gate": "Stop a doomed install before the download: would the torch / tensorflow / jax builds that these "
+            "requirements*.txt / pyproject.toml / environment.yml / pylock.toml / uv.lock files install work on "
+            "the target?",
+    "onboard": "From a bare machine to a verified environment: probe -> check (stop with the exact commands when "
+               "the NVIDIA driver is missing or broken) -> lock builds for this machine (CPU builds without an "
+               "NVIDIA GPU) -> create a venv (pip or uv) or conda environment -> install the lock -> smoke-test it "
+               "-> write a Markdown and an HTML report in the environment.",
+    "fleet": "Many nodes: ingest their snapshots, group them by configuration, gate an install against all of them.",
+}
 
 
 class LazyGroup(click.Group):
-    """A group whose commands are imported when used (see envdoctor.commands.COMMANDS)."""
+    """A group whose commands are imported when used (see COMMANDS); its help lists them from SUMMARIES."""
 
-    def _lazy(self) -> dict:
-        from envdoctor.commands import COMMANDS
+    def list_commands(self, ctx: click.Context) -> List[str]:
+        return sorted(set(super().list_commands(ctx)) | set(COMMANDS))
 
-        return COMMANDS
-
-    def list_commands(self, ctx: click.Context) -> list:
-        return sorted(set(super().list_commands(ctx)) | set(self._lazy()))
-
-    def get_command(self, ctx: click.Context, name: str):
-        if name in self._lazy() and name not in self.commands:
-            import importlib
-
-            module, attr = self._lazy()[name]
-            return getattr(importlib.import_module(module), attr)
+    def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
+        if name in COMMANDS and name not in self.commands:
+            module, attr = COMMANDS[name]
+            cmd: click.Command = getattr(importlib.import_module(module), attr)
+            return cmd
         return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands and their short help, as click writes them, without importing a lazy command."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows = []
+        for name in names:
+            cmd = self.commands.get(name) or click.Command(name, help=SUMMARIES[name])  # a stand-in: same rules
+            rows.append((name, cmd.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -129,8 +110,9 @@ def cli() -> None:
 @click.option("--node-name", metavar="NAME", help="Record NAME as the node name (implies --fleet).")
 @click.option("--kernels", "with_kernels", is_flag=True,
               help="Also read the environment of every Jupyter kernel's interpreter (and the VS Code one).")
-def probe(python_path, root_dir, snapshot_file, timeout, fmt, output, force_output, no_redact, fleet, node_name,
-          with_kernels):
+def probe(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Optional[str], timeout: float, fmt: str,
+          output: Optional[str], force_output: bool, no_redact: bool, fleet: bool, node_name: Optional[str],
+          with_kernels: bool) -> None:
     """Take a snapshot of the machine: driver, GPUs, toolkits, cuDNN, frameworks, loader paths."""
     snap = obtain_snapshot(python_path, root_dir, snapshot_file, timeout, kernels=with_kernels)
     data = snapshot_dict(snap, redact=not no_redact)
@@ -139,7 +121,7 @@ def probe(python_path, root_dir, snapshot_file, timeout, fmt, output, force_outp
                                         or os.environ.get("SLURMD_NODENAME") or snap.platform.hostname)
         output = output.replace("%N", data["platform"]["hostname"] or "node") if output else output
     if fmt == "json":
-        from envdoctor.snapshot_io import dump_json
+        from envdoctor.snapshot_io import dump_json  # the snapshot model: not at every start (start-up speed)
 
         emit(dump_json(data), output, force_output, redact=not no_redact, snapshot=snap)
     else:
@@ -150,13 +132,11 @@ def probe(python_path, root_dir, snapshot_file, timeout, fmt, output, force_outp
              snapshot=snap)
 
 
-def _on_signal(signum: int, frame) -> None:
+def _on_signal(signum: int, frame: Optional[FrameType]) -> None:
     """SIGTERM / SIGHUP / SIGINT: kill the running commands (and refuse new ones), then end with 128+n
     (SIGINT goes on as KeyboardInterrupt, so onboard records the interrupted step; exit 130).
     A second signal while that unwinds ends envdoctor at once."""
-    import signal
-
-    from envdoctor import subproc
+    from envdoctor import subproc  # already loaded by whatever ran a command; not at every start
 
     first = not subproc.closing()
     subproc.shutdown()
@@ -171,17 +151,12 @@ class Stopped(SystemExit):
     """Raised by the signal handler: unwinds like sys.exit(128+n); main() says why, last."""
 
     def __init__(self, signum: int) -> None:
-        import signal
-
         super().__init__(128 + signum)
         self.signame = signal.Signals(signum).name
 
 
 def install_signal_handlers() -> None:
     """Children never outlive envdoctor: see envdoctor.subproc. A signal the caller ignores (nohup) stays ignored."""
-    import signal
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         return
     for name in ("SIGTERM", "SIGHUP", "SIGINT"):
@@ -190,9 +165,9 @@ def install_signal_handlers() -> None:
             signal.signal(sig, _on_signal)
 
 
-def main(argv: Optional[list] = None) -> None:
+def main(argv: Optional[List[str]] = None) -> None:
     if argv is not None:  # a caller running a command in-process
-        return _main(argv)
+        _main(argv)
     install_signal_handlers()  # the process's entry point
     try:
         _main(None)
@@ -201,13 +176,10 @@ def main(argv: Optional[list] = None) -> None:
         raise
 
 
-def _exit_now(code) -> None:
+def _exit_now(code: Any) -> None:
     """End the process without tearing the interpreter down (that costs check ~20 ms of its start-up budget,
     issue 18): the output is flushed and the atexit handlers (envdoctor.subproc's) run as on a normal exit.
     Only when no other thread is left; otherwise, and in-process, the caller exits as usual."""
-    import atexit
-    import threading
-
     if threading.active_count() > 1:
         return
     if code is None:
@@ -224,7 +196,7 @@ def _exit_now(code) -> None:
     os._exit(code)
 
 
-def _main(argv: Optional[list]) -> None:
+def _main(argv: Optional[List[str]]) -> NoReturn:
     try:
         rc = cli.main(args=argv, prog_name="envdoctor", standalone_mode=False)
     except click.exceptions.Abort as exc:

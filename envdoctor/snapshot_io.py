@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 from envdoctor.errors import BadInput
 from envdoctor.infile import MAX_INPUT_BYTES, loads_json, read_text_or_bad_input
@@ -45,5 +46,5 @@ def write_atomic(path: str | os.PathLike, text: str, force: bool = False) -> Non
     write_output(str(path), text, force=force)
 
 
-def dump_json(data: dict) -> str:
+def dump_json(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from envdoctor.knowledge import load_matrices
-from envdoctor.knowledge.cli import TABLE_NAMES
+from envdoctor.knowledge.rows import TABLE_NAMES
 from envdoctor.rules.engine import all_rules
 
 

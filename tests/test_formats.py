@@ -245,7 +245,8 @@ def test_format_modules_are_imported_only_when_used(old_driver_snapshot):
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT), timeout=120)
     before, after = [eval(line) for line in proc.stderr.strip().splitlines()[-2:]]  # noqa: S307 - our own output
-    assert before == ["envdoctor.formats.registry"]
+    assert "envdoctor.formats.registry" in before  # the shared pieces (interface, marks) may be; no format module
+    assert not set(registry.FORMATS.values()) & set(before), before
     assert "envdoctor.formats.text" in after
     assert not {f"envdoctor.formats.{n}" for n in BUILTIN if n != "text"} & set(after)
 

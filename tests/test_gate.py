@@ -410,7 +410,7 @@ def test_github_annotations_point_at_the_line(capsys):
 
 
 def test_github_annotation_escaping():
-    from envdoctor.gate.render import annotation
+    from envdoctor.formats.github import annotation
 
     assert annotation("error", "50% done\nnext", file="a,b:c.txt", line=3, title="ED100") == \
         "::error file=a%2Cb%3Ac.txt,line=3,title=ED100::50%25 done%0Anext"

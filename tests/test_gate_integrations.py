@@ -66,7 +66,7 @@ def _options(command_name: str) -> set:
 def test_gate_is_a_command(capsys):
     rc, out, _ = cli(["--help"], capsys)
     assert rc == 0 and re.search(r"^\s+gate\s", out, re.M)
-    from envdoctor.commands import COMMANDS
+    from envdoctor.cli import COMMANDS
 
     assert COMMANDS["gate"] == ("envdoctor.gate.cli", "gate")
 

@@ -8,7 +8,7 @@ import pytest
 
 from envdoctor.knowledge import index as I
 from envdoctor.knowledge import load_matrices
-from envdoctor.knowledge.cli import TABLE_NAMES, table_rows
+from envdoctor.knowledge.rows import TABLE_NAMES, table_rows
 from tests.index_server import FakeIndex, all_recorded, closed_port_url, future_torch
 
 

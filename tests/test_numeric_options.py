@@ -7,7 +7,7 @@ import pytest
 
 import envdoctor.cli as cli_mod
 from envdoctor.cli import cli
-from envdoctor.options import Count, Number, Seconds
+from envdoctor.cli_options import Count, Number, Seconds
 
 BAD = ["nan", "NaN", "inf", "-inf", "-1", "0", "1e309", "", "abc", "\u0661\u0662", "1e-400", "0x10"]
 
@@ -41,7 +41,7 @@ def test_every_numeric_option_uses_the_shared_type():
     assert {" ".join(path) for path, _ in CASES} >= {"probe", "check", "gate", "lock", "smoke", "onboard",
                                                     "matrices verify", "matrices refresh"}
     wrong = [(path, p.opts[0], p.type) for path, p in OPTIONS if not isinstance(p.type, Number)]
-    assert not wrong, f"numeric options not declared with a type from envdoctor.options: {wrong}"
+    assert not wrong, f"numeric options not declared with a type from envdoctor.cli_options: {wrong}"
 
 
 def _main(argv, capsys):

@@ -572,7 +572,7 @@ def _xss_context(tmp_path):
         StepResult("import", "", "ok", 800.0, "torch 2.5.1+cu124"),
         StepResult("matmul", "gpu", "ok", 30.0, f"on {XSS}"),
         StepResult("conv", "gpu", "failed", 40.0, f"RuntimeError: cuDNN error {XSS}")]))
-    from envdoctor.commands import build_report
+    from envdoctor.doctor import build_report
 
     report = build_report(snap)
     steps = [{"name": s, "title": P.STEP_TITLES[s], "status": "ok", "detail": XSS if s == "probe" else "", "seconds": 1.0}

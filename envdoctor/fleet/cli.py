@@ -1,45 +1,53 @@
 """`envdoctor fleet ...`: ingest snapshots of many nodes, report, gate, drift, and collection manifests.
 
 Exit codes: 0 done; 1 `fleet gate` found nodes that would fail (with `fleet ingest --strict`: a bad snapshot);
-2 bad usage or input. Module-level imports stay light: the group is registered at every start.
+2 bad usage or input. The work is in the fleet package's modules; this one translates the options.
 """
 from __future__ import annotations
 
 import functools
 import sys
-from typing import Callable
+from typing import Any, Callable, List, Optional, Tuple
 
 import click
 
-from envdoctor.options import Count
+from envdoctor.cli_options import Count
+from envdoctor.doctor import prepare_judgement, split_ids
+from envdoctor.emit import emit
+from envdoctor.errors import BadInput
+from envdoctor.fleet import drift as D
+from envdoctor.fleet import gate as G
+from envdoctor.fleet import manifests as M
+from envdoctor.fleet import report as R
+from envdoctor.fleet.ingest import ingest as do_ingest
+from envdoctor.fleet.ingest import open_store, parse_labels
+from envdoctor.fleet.store import Store, store_path
+from envdoctor.snapshot_io import dump_json
 
 REPORT_FORMATS = ("text", "json", "markdown", "html")
 
 
-def store_option(fn: Callable) -> Callable:
+def store_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--store", "store_file", metavar="FILE", envvar="ENVDOCTOR_FLEET_STORE",
                   help="The fleet store (SQLite). Default: $ENVDOCTOR_FLEET_STORE or ./envdoctor-fleet.db.")
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
 
     return wrapper
 
 
-def where_option(fn: Callable) -> Callable:
+def where_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--where", "where", multiple=True, metavar="KEY=VALUE",
                   help="Only nodes with this label (from `fleet ingest --label`), e.g. partition=gpu (repeatable).")
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
 
     return wrapper
 
 
-def _open(store_file, notes=None, create=False):
-    from envdoctor.fleet.ingest import open_store
-    from envdoctor.fleet.store import store_path
-
+def _open(store_file: Optional[str], notes: Optional[List[str]] = None, create: bool = False) -> Store:
     notes = [] if notes is None else notes
     store = open_store(store_path(store_file), create=create, notes=notes)
     for n in notes:
@@ -47,11 +55,11 @@ def _open(store_file, notes=None, create=False):
     return store
 
 
-def _emit(data, fmt, text_fn, output):
-    from envdoctor.cli import emit
-    from envdoctor.snapshot_io import dump_json
-
-    emit(dump_json(data) if fmt == "json" else text_fn(data), output)
+def _emit(data: Any, fmt: str, text_fn: Optional[Callable[[Any], str]], output: Optional[str]) -> None:
+    if fmt == "json" or text_fn is None:  # every text format names its renderer
+        emit(dump_json(data), output)
+    else:
+        emit(text_fn(data), output)
 
 
 @click.group(name="fleet")
@@ -66,20 +74,14 @@ def fleet() -> None:
               help="Label every snapshot of this ingest (e.g. partition=gpu); `--where` selects by it.")
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
 @click.option("--strict", is_flag=True, help="Exit 1 when a snapshot was bad (they are skipped either way).")
-def ingest(paths, store_file, labels, fmt, strict):
+def ingest(paths: Tuple[str, ...], store_file: Optional[str], labels: Tuple[str, ...], fmt: str, strict: bool) -> None:
     """Read snapshots from folders, JSON-lines files, tarballs or - (stdin) into the store.
 
     Ingesting the same snapshot (node and time) twice is a no-op; a bad snapshot is reported with its file and
     skipped."""
-    from envdoctor.fleet.ingest import ingest as do_ingest
-    from envdoctor.fleet.ingest import parse_labels
-    from envdoctor.fleet.store import store_path
-
     if list(paths).count("-") > 1:
-        from envdoctor.errors import BadInput
-
         raise BadInput("- (stdin) can be named once")
-    notes: list = []
+    notes: List[str] = []
     result = do_ingest(store_path(store_file), list(paths), parse_labels(labels), notes)
     for n in notes:
         click.echo(f"envdoctor: {n}", err=True)
@@ -100,20 +102,17 @@ def ingest(paths, store_file, labels, fmt, strict):
 @click.option("--only", multiple=True, metavar="IDS", help="Run only these rules (as check --only).")
 @click.option("--skip", multiple=True, metavar="IDS", help="Skip these rules.")
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically) instead of stdout.")
-def report(store_file, where, fmt, only, skip, output):
+def report(store_file: Optional[str], where: Tuple[str, ...], fmt: str, only: Tuple[str, ...], skip: Tuple[str, ...],
+           output: Optional[str]) -> None:
     """Nodes grouped by configuration: the majority, each minority and what differs, findings per configuration,
     nodes needing a reboot, lost or hidden GPUs."""
-    from envdoctor.commands import _split_ids, prepare_judgement
-    from envdoctor.fleet import report as R
-    from envdoctor.fleet.ingest import parse_labels
-
-    prepared = prepare_judgement(_split_ids(only), _split_ids(skip))
+    prepared = prepare_judgement(split_ids(only), split_ids(skip))
     store = _open(store_file)
     try:
         rep = R.build(store, parse_labels(where), prepared)
     finally:
         store.close()
-    renderer = {"text": R.render_text, "markdown": R.render_markdown, "html": R.render_html}.get(fmt)
+    renderer: Optional[Callable[[Any], str]] = {"text": R.render_text, "markdown": R.render_markdown, "html": R.render_html}.get(fmt)
     _emit(rep, fmt, renderer, output)
 
 
@@ -128,16 +127,13 @@ def report(store_file, where, fmt, only, skip, output):
 @click.option("--skip", multiple=True, metavar="IDS", help="Skip these rules.")
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
 @click.option("-o", "--output", metavar="FILE", help="Write the answer to FILE (atomically) instead of stdout.")
-def gate_cmd(files, store_file, where, strict, fresh, pre, only, skip, fmt, output):
+def gate_cmd(files: Tuple[str, ...], store_file: Optional[str], where: Tuple[str, ...], strict: bool, fresh: bool,
+             pre: bool, only: Tuple[str, ...], skip: Tuple[str, ...], fmt: str, output: Optional[str]) -> None:
     """Would this requirements / pyproject / lock install work on every node? `envdoctor gate` judged against each
     distinct configuration: which nodes would fail and why. Exit 1 when any would."""
-    from envdoctor.commands import _split_ids
-    from envdoctor.fleet import gate as G
-    from envdoctor.fleet.ingest import parse_labels
-
     store = _open(store_file)
     try:
-        res = G.run(store, files, parse_labels(where), strict=strict, only=_split_ids(only), skip=_split_ids(skip),
+        res = G.run(store, files, parse_labels(where), strict=strict, only=split_ids(only), skip=split_ids(skip),
                     fresh=fresh, pre=pre)
     finally:
         store.close()
@@ -151,11 +147,8 @@ def gate_cmd(files, store_file, where, strict, fresh, pre, only, skip, fmt, outp
 @store_option
 @where_option
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
-def drift(since, until, store_file, where, fmt):
+def drift(since: str, until: Optional[str], store_file: Optional[str], where: Tuple[str, ...], fmt: str) -> None:
     """What changed on each node since DATE: driver, CUDA, frameworks, GPUs, labels; new and vanished nodes."""
-    from envdoctor.fleet import drift as D
-    from envdoctor.fleet.ingest import parse_labels
-
     store = _open(store_file)
     try:
         res = D.run(store, D.parse_date(since, "--since"), D.parse_date(until, "--until") if until else None,
@@ -179,11 +172,9 @@ def drift(since, until, store_file, where, fmt):
 @click.option("--envdoctor", "command", default="envdoctor", show_default=True, metavar="CMD",
               help="Slurm: how the nodes run envdoctor (e.g. /shared/venv/bin/envdoctor).")
 @click.option("-o", "--output", metavar="FILE", help="Write to FILE instead of stdout.")
-def manifest(engine, nodes, partition, out_dir, image, namespace, job, runtime_class, hosts, command, output):
+def manifest(engine: str, nodes: int, partition: Optional[str], out_dir: str, image: str, namespace: str, job: bool,
+             runtime_class: str, hosts: str, command: str, output: Optional[str]) -> None:
     """What a scheduler needs to take one snapshot per node: a Kubernetes manifest, an sbatch script, a playbook."""
-    from envdoctor.cli import emit
-    from envdoctor.fleet import manifests as M
-
     if engine == "k8s":
         text = M.k8s_text(M.k8s(image, namespace, out_dir if out_dir.startswith("/") else "/var/lib/" + out_dir,
                                 job=job, nodes=nodes, runtime_class=runtime_class or None), namespace)

@@ -8,25 +8,25 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Sequence
 
+from envdoctor.doctor import prepare_judgement
+from envdoctor.errors import BadInput
 from envdoctor.fleet.report import groups_of, select
 from envdoctor.fleet.store import Store
+from envdoctor.gate.core import input_problems
+from envdoctor.gate.inputs import load_inputs
+from envdoctor.gate.plan import judge, plan_unit
+from envdoctor.gate.render import describe_target
 from envdoctor.snapshot_io import snapshot_from_data
 
 GATE_SCHEMA = "envdoctor-fleet-gate/1"
 
 
-def run(store: Store, files: Sequence[str], where: Dict[str, str], strict: bool = False, only=(), skip=(),
-        fresh: bool = False, pre: bool = False) -> Dict[str, Any]:
-    from envdoctor.commands import prepare_judgement
-    from envdoctor.errors import BadInput
-    from envdoctor.gate.cli import _input_problems
-    from envdoctor.gate.inputs import load_inputs
-    from envdoctor.gate.plan import judge, plan_unit
-    from envdoctor.gate.render import describe_target
-
+def run(store: Store, files: Sequence[str], where: Dict[str, str], strict: bool = False, only: Sequence[str] = (),
+        skip: Sequence[str] = (), fresh: bool = False, pre: bool = False) -> Dict[str, Any]:
+    """`envdoctor gate`'s judgement of `files` on each distinct configuration of the nodes selected by `where`."""
     units, problems = load_inputs(list(files), env=dict(os.environ))
     if problems:
-        _input_problems(problems, "text")
+        input_problems(problems, "text")
     rules, matrices, warnings = prepare_judgement(list(only), list(skip))
     if matrices is None:
         raise BadInput("the compatibility data cannot be loaded: " + "; ".join(warnings))

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import html
 from collections import Counter, defaultdict
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterable, List, Optional
 
 from envdoctor import __version__
+from envdoctor.doctor import Prepared, build_report
 from envdoctor.fleet import fingerprint as F
 from envdoctor.fleet.store import Store
 from envdoctor.snapshot_io import snapshot_from_data
@@ -31,10 +32,8 @@ def groups_of(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
             sorted(by_fp.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
 
 
-def judge_configs(store: Store, fps, prepared) -> Dict[str, List[Dict[str, str]]]:
+def judge_configs(store: Store, fps: Iterable[str], prepared: Optional[Prepared]) -> Dict[str, List[Dict[str, str]]]:
     """fp -> the check's findings on that configuration's representative snapshot (rules run once per fp)."""
-    from envdoctor.commands import build_report
-
     out = {}
     for fp in fps:
         snap = snapshot_from_data(store.representative(fp), f"configuration {fp}")

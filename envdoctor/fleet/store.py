@@ -103,7 +103,7 @@ class Store:
         self.con.execute("BEGIN IMMEDIATE")
         cur = self.con.execute("INSERT INTO ingests(at, inputs, labels) VALUES (?, ?, ?)",
                                (now_utc().isoformat(), json.dumps(inputs), json.dumps(labels, sort_keys=True)))
-        return int(cur.lastrowid)
+        return int(cur.lastrowid or 0)  # an INSERT always sets it
 
     def add_config(self, fp: str, base_fp: str, facts: Dict[str, str], snapshot: Dict[str, Any]) -> None:
         if fp not in self._known:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Callable, Iterable, Optional
 
+from envdoctor.formats.ansi import ansi
 from envdoctor.rules.base import SEVERITY_RANK
 
 MARK = {"error": "✗", "warning": "!", "info": "i", "ok": "✓"}
@@ -25,9 +26,7 @@ def styler(color: bool) -> Callable[[str, str], str]:
     """``style(text, severity)``: the text in the severity's colour when `color`, else as it is."""
     if not color:
         return lambda text, sev: text
-    import click
-
-    return lambda text, sev: click.style(text, fg=COLOR.get(sev))
+    return lambda text, sev: ansi(text, COLOR.get(sev))
 
 
 def use_color(isatty: bool, output: Optional[str] = None) -> bool:

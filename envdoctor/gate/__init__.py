@@ -6,7 +6,9 @@
                 entries) and the Snapshot with the plan laid over it (pure; the data is the only source, no network)
     render.py   GateResult -> the shared findings formats (envdoctor/formats/: text, json, markdown, JUnit XML,
                 GitHub annotations, SARIF, prometheus)
-    cli.py      the click command ``gate`` (registered through envdoctor.commands.COMMANDS)
+    core.py     find the inputs, build the target, plan and judge each input -> GateResult (no click)
+    cli.py      the click command ``gate``: options translated into core.run_gate (registered in
+                envdoctor.cli.COMMANDS)
 
 The same rules as ``envdoctor check`` judge the overlaid snapshot; the gate-only rules (ED800-ED849,
 envdoctor/rules/gate_rules.py) read the plan from ``Context.extra["gate"]`` and stay silent without one.

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
-from envdoctor.formats.github import annotation  # noqa: F401 - gate's input problems as annotations
 from envdoctor.formats.interface import FindingsDoc, Item, Section
 
 __all__ = ["GateResult", "UnitResult", "annotation", "describe_target", "render"]

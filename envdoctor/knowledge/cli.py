@@ -2,74 +2,29 @@
 
 Exit codes: 0 fine; 1 ``verify`` found a disagreement (with ``--strict`` also a release the index lacks);
 2 bad usage, no index configured, index unreachable / broken, cache not writable.
+
+The index client, verify and refresh are imported by the sub-commands that use them (start-up speed: `matrices
+list` and `show` load no network code).
 """
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 import click
 
+from envdoctor.cli_options import Count, Seconds, complete_table
 from envdoctor.errors import BadInput
-from envdoctor.options import Count, Seconds
-from envdoctor.target_options import complete_table
-
-TABLE_NAMES = ("cuda_driver", "gpus", "pytorch", "tensorflow", "jax", "cudnn", "incompatibilities", "gpu_support",
-               "amd_gpus")
-_NESTED = ("patch_rows", "variants", "plugins")
-
+from envdoctor.knowledge import bundled_dir, default_cache_dir, load_matrices
+from envdoctor.knowledge.rows import TABLE_NAMES, row_dict, table_rows
+from envdoctor.snapshot_io import dump_json
 
 def _load(cache_dir: Optional[str]):
-    from envdoctor.knowledge import load_matrices
-
     return load_matrices(cache_dir=Path(cache_dir) if cache_dir else None)
 
 
-def table_rows(m, table: str) -> Dict[str, List[Any]]:
-    """The typed rows of one table, by kind (``[[release]]``, ``[[variant]]`` ...)."""
-    if table == "cuda_driver":
-        return {"release": list(m.cuda_releases), "mvc": [m.mvc[k] for k in sorted(m.mvc)]}
-    if table == "gpus":
-        return {"arch": list(m.archs.values()), "gpu": list(m.gpus)}
-    if table == "pytorch":
-        return {"release": list(m.pytorch_releases),
-                "patch": [p for r in m.pytorch_releases for p in r.patch_rows],
-                "variant": [v for r in m.pytorch_releases for v in r.variants],
-                "conda": list(m.conda)}
-    if table == "tensorflow":
-        return {"release": list(m.tensorflow_releases),
-                "patch": [p for r in m.tensorflow_releases for p in r.patch_rows]}
-    if table == "jax":
-        return {"release": list(m.jax_releases), "plugin": [p for r in m.jax_releases for p in r.plugins.values()]}
-    if table == "cudnn":
-        return {"release": list(m.cudnn_releases)}
-    if table == "gpu_support":
-        return {"branch": list(m.driver_branches)}
-    if table == "amd_gpus":
-        return {"target": list(m.amd_targets), "gpu": list(m.amd_gpus)}
-    if table == "incompatibilities":
-        return {"fact": list(m.incompatibilities), "deprecated_distribution": list(m.deprecated_distributions)}
-    raise BadInput(f"unknown table {table!r}; tables: {', '.join(TABLE_NAMES)}")
-
-
-def row_dict(kind: str, row: Any) -> Dict[str, Any]:
-    data = {"kind": kind}
-    for f in dataclasses.fields(row):
-        if f.name in _NESTED:
-            continue
-        value = getattr(row, f.name)
-        if value is None or (isinstance(value, (list, dict)) and not value):
-            continue
-        data[f.name] = value
-    data["unverified"] = bool(getattr(row, "unverified", False))
-    return data
-
-
 def _where(m, table: str) -> Dict[str, Any]:
-    from envdoctor.knowledge import bundled_dir
-
     parts = [p for p in (m.sources.get(table) or "").split(" + ") if p]
     bundled = str(bundled_dir())
     cache = [p for p in parts if not p.startswith(bundled)]
@@ -105,8 +60,6 @@ def list_cmd(fmt: str, cache_dir: Optional[str]) -> None:
             "unverified": sum(1 for r in all_rows if getattr(r, "unverified", False)),
         })
     if fmt == "json":
-        from envdoctor.snapshot_io import dump_json
-
         click.echo(dump_json({"collected": m.collected, "tables": out, "warnings": list(m.warnings)}))
         return
     click.echo(f"{'table':<18} {'rows':>5}  {'collected':<10}  {'UNVERIFIED':>10}  loaded from")
@@ -131,8 +84,6 @@ def show_cmd(table: str, fmt: str, cache_dir: Optional[str]) -> None:
     m = _load(cache_dir)
     rows = [row_dict(kind, r) for kind, rs in table_rows(m, name).items() for r in rs]
     if fmt == "json":
-        from envdoctor.snapshot_io import dump_json
-
         click.echo(dump_json(rows))
         return
     from envdoctor.knowledge.refresh import _toml_key, _toml_value
@@ -186,8 +137,6 @@ def verify_cmd(index_urls, tables: str, fmt: str, strict: bool, timeout: float, 
     chosen = TABLE_CHOICES if tables == "all" else (tables,)
     result = verify(m, client, chosen, workers=workers, total_timeout=total_timeout)
     if fmt == "json":
-        from envdoctor.snapshot_io import dump_json
-
         click.echo(dump_json(result.to_dict(strict)))
     else:
         click.echo(render_text(result, strict))
@@ -204,7 +153,6 @@ def verify_cmd(index_urls, tables: str, fmt: str, strict: bool, timeout: float, 
 @_timeout_option
 def refresh_cmd(index_urls, cache_dir: Optional[str], dry_run: bool, fmt: str, timeout: float) -> None:
     """Add releases newer than the bundled data, derived from index metadata, to the user cache."""
-    from envdoctor.knowledge import default_cache_dir
     from envdoctor.knowledge.refresh import refresh, render_text, write_cache
 
     client, _ = _client(index_urls, timeout)
@@ -215,8 +163,6 @@ def refresh_cmd(index_urls, cache_dir: Optional[str], dry_run: bool, fmt: str, t
     else:
         write_cache(result, target)
     if fmt == "json":
-        from envdoctor.snapshot_io import dump_json
-
         data = result.to_dict()
         data["cache_dir"] = str(target)
         click.echo(dump_json(data))

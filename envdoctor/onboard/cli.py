@@ -1,20 +1,23 @@
-"""``envdoctor onboard``: from a bare machine to a verified environment (registered by envdoctor.commands).
+"""``envdoctor onboard``: from a bare machine to a verified environment (registered in envdoctor.cli.COMMANDS).
 
 Exit codes: 0 the environment is ready (or --dry-run / --emit-script printed / wrote the plan); 1 onboarding
 stopped: the NVIDIA driver must be installed or repaired first (the commands are printed), no lock fits, a step
 failed (naming the step and the log file) or the smoke test failed; 2 bad usage, or a refusal (an existing
 environment onboard did not make, without --force; no --yes and no terminal to ask on).
 
-Module-level imports stay light: the command is registered at every start of ``envdoctor``.
+The work is in envdoctor.onboard (plan.py, steps.py); this module translates the options.
 """
 from __future__ import annotations
 
 import shlex
 import sys
+from typing import List, Optional, Sequence, Tuple
 
 import click
 
-from envdoctor.options import Seconds
+from envdoctor.cli_options import Seconds
+from envdoctor.onboard.plan import FrameworkWish, parse_frameworks
+from envdoctor.onboard.steps import Onboarding, Options
 
 INSTALLERS = ("auto", "pip", "uv")
 
@@ -42,23 +45,21 @@ INSTALLERS = ("auto", "pip", "uv")
               help="Replace an existing environment onboard did not make (a venv is moved aside and deleted only once "
                    "the new one passes), or start over in one it made.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
-def onboard(frameworks, env_dir, conda_name, python_opt, installer, cpu, companions, snapshot_file, timeout, yes,
-            dry_run, emit_script, force, quiet):
+def onboard(frameworks: Tuple[str, ...], env_dir: Optional[str], conda_name: Optional[str], python_opt: Optional[str],
+            installer: str, cpu: bool, companions: Optional[str], snapshot_file: Optional[str], timeout: float,
+            yes: bool, dry_run: bool, emit_script: Optional[str], force: bool, quiet: bool) -> None:
     """From a bare machine to a verified environment: probe -> check (stop with the exact commands when the
     NVIDIA driver is missing or broken) -> lock builds for this machine (CPU builds without an NVIDIA GPU) ->
     create a venv (pip or uv) or conda environment -> install the lock -> smoke-test it -> write a Markdown and
     an HTML report in the environment. A rerun skips the steps already done whose inputs did not change.
     Never runs sudo, never changes system packages."""
-    from envdoctor.onboard.plan import parse_frameworks
-    from envdoctor.onboard.steps import Onboarding, Options
-
     wishes = parse_frameworks(frameworks)
     opts = Options(wishes=wishes, env_dir=env_dir, conda=conda_name, yes=yes, dry_run=dry_run,
                    emit_script=emit_script, force=force, cpu=cpu, installer=installer, python=python_opt,
                    companions=companions, snapshot_file=snapshot_file, timeout=timeout, quiet=quiet,
                    rerun=_rerun(sys.argv, wishes, env_dir, conda_name, python_opt, installer, cpu, companions))
     try:
-        rc = Onboarding(opts).run()
+        rc = Onboarding(opts, confirm=_confirm).run()
     except KeyboardInterrupt:  # click would turn it into "aborted", exit 2: say where it stopped instead
         click.echo(f"envdoctor onboard: interrupted; the finished steps are kept: rerun `{opts.rerun}` to continue",
                    err=True)
@@ -66,7 +67,12 @@ def onboard(frameworks, env_dir, conda_name, python_opt, installer, cpu, compani
     sys.exit(rc)
 
 
-def _rerun(argv, wishes, env_dir, conda_name, python_opt, installer, cpu, companions) -> str:
+def _confirm(question: str) -> bool:
+    return click.confirm(question, default=False, err=True)
+
+
+def _rerun(argv: List[str], wishes: Sequence[FrameworkWish], env_dir: Optional[str], conda_name: Optional[str],
+           python_opt: Optional[str], installer: str, cpu: bool, companions: Optional[str]) -> str:
     """The command to run again once the driver is fixed (or after an interruption)."""
     args = ["envdoctor", "onboard", "--frameworks", ",".join(w.display() for w in wishes)]
     if conda_name:

@@ -16,6 +16,9 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from envdoctor.errors import BadInput
 from envdoctor.facts.loader import DRIVER_CAUSE
 from envdoctor.facts.platform import distro_family
+from envdoctor.knowledge import normalize_cc
+from envdoctor.lock.core import machine_platform, parse_companions
+from envdoctor.lock.resolve import Constraints, FrameworkRequest, GpuTarget
 
 SCHEMA = "envdoctor-onboard/1"
 STEPS = ("probe", "check", "lock", "create", "install", "smoke", "report")
@@ -109,9 +112,10 @@ class BasePython:
 def parse_base_python(stdout: str) -> Optional[BasePython]:
     """The answer of ``python -c 'import sys; print(sys.version.split()[0]); print(sys.executable)'``."""
     lines = [ln.strip() for ln in (stdout or "").splitlines() if ln.strip()]
-    if len(lines) < 2 or not re.match(r"^\d+\.\d+(\.\d+)?", lines[0]):
+    version = re.match(r"^\d+\.\d+(\.\d+)?", lines[0]) if lines else None
+    if len(lines) < 2 or version is None:
         return None
-    return BasePython(executable=lines[1], version=re.match(r"^\d+\.\d+(\.\d+)?", lines[0]).group(0))
+    return BasePython(executable=lines[1], version=version.group(0))
 
 
 BASE_PYTHON_QUERY = "import sys; print(sys.version.split()[0]); print(sys.executable)"
@@ -273,10 +277,6 @@ def lock_constraints(snap: Any, m: Any, wishes: Sequence[FrameworkWish], python_
                      companions: Optional[str] = None, where: str = "this machine") -> Any:
     """Constraints for ``envdoctor.lock.resolve``: this machine's platform, the environment's Python, and either a
     CPU-only environment or the machine's driver and GPUs."""
-    from envdoctor.knowledge import normalize_cc
-    from envdoctor.lock.cli import machine_platform
-    from envdoctor.lock.resolve import COMPANIONS, Constraints, FrameworkRequest, GpuTarget
-
     plat, wsl = machine_platform(snap)
     if plat is None:
         raise BadInput(f"{where} is {snap.platform.system or 'an unknown system'} {snap.platform.machine or ''}".rstrip()
@@ -296,11 +296,7 @@ def lock_constraints(snap: Any, m: Any, wishes: Sequence[FrameworkWish], python_
         if c.gpus:
             c.origin["GPUs"] = where
     if companions is not None:
-        text = companions.strip().lower()
-        c.companions = [] if text in ("", "none", "no") else [x.strip() for x in text.split(",") if x.strip()]
-        for x in c.companions:
-            if x not in COMPANIONS:
-                raise BadInput(f"unknown companion {x!r}; companions: {', '.join(COMPANIONS)} (or none)")
+        c.companions = parse_companions(companions)
     return c
 
 

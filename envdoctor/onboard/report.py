@@ -1,6 +1,7 @@
 """The onboarding report: Markdown and a self-contained HTML page (no script, no external resource), both
 rendered from templates/onboard-report.{md,html}.j2.  The HTML environment autoescapes every value, so
-machine-supplied strings (GPU names, environment variables, error messages) are text, never markup."""
+machine-supplied strings (GPU names, environment variables, error messages) are text, never markup.
+jinja2 is imported when a report is rendered (start-up speed: a dry run renders none)."""
 from __future__ import annotations
 
 import datetime
@@ -8,7 +9,11 @@ import json
 import re
 from typing import Any, Dict, List, Optional, Sequence
 
+from envdoctor import __version__
+from envdoctor.doctor import snapshot_dict
 from envdoctor.errors import BadInput
+from envdoctor.lock.render import template_dir
+from envdoctor.redact import redactor_for
 
 TEMPLATE_MD = "onboard-report.md.j2"
 TEMPLATE_HTML = "onboard-report.html.j2"
@@ -47,9 +52,6 @@ def context(plan: Any, snap: Any, report: Any, smoke: Any, steps: Sequence[Dict[
             state_path: str = "", rerun: str = "", initial_findings: Sequence[Any] = (),
             generated: Optional[str] = None) -> Dict[str, Any]:
     """Everything the templates show, as plain values."""
-    from envdoctor import __version__
-    from envdoctor.cli import snapshot_dict
-
     p, d = snap.platform, snap.driver
     machine = [
         ("System", f"{p.distro_name or p.system} ({p.machine})".strip()),
@@ -79,8 +81,6 @@ def context(plan: Any, snap: Any, report: Any, smoke: Any, steps: Sequence[Dict[
         (smoke_ctx is not None and not smoke_ctx["ok"])
     outcome_ok = not failed and not smoke_failed
     t = plan.target
-    from envdoctor.redact import redactor_for
-
     return redactor_for(snap).dict({
         "envdoctor": __version__,
         "generated": generated or datetime.datetime.now(tz=datetime.timezone.utc).replace(microsecond=0).isoformat(),
@@ -130,8 +130,6 @@ def _fence(text: Any) -> str:
 def _environment(autoescape: bool) -> Any:
     import jinja2
 
-    from envdoctor.lock.render import template_dir
-
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir())), autoescape=autoescape,
                              keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
                              undefined=jinja2.StrictUndefined)
@@ -144,8 +142,6 @@ def _render(name: str, ctx: Dict[str, Any], autoescape: bool) -> str:
     try:
         template = _environment(autoescape).get_template(name)
     except Exception as exc:  # noqa: BLE001 - a missing template is an installation problem
-        from envdoctor.lock.render import template_dir
-
         raise BadInput(f"cannot read the template {name} in {template_dir()}: {exc}") from None
     return template.render(**ctx)
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import copy
 import datetime
+import errno
 import json
 import os
 import re
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -20,14 +22,27 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-import click
-
+from envdoctor import __version__, outfile
+from envdoctor.doctor import build_report, obtain_snapshot
+from envdoctor.emit import write_stdout
 from envdoctor.errors import BadInput, EnvdoctorError
+from envdoctor.fsroot import Root
+from envdoctor.infile import read_text as read_input
+from envdoctor.infile import safe_json_or_none
+from envdoctor.knowledge import load_matrices
+from envdoctor.knowledge.load import default_cache_dir
+from envdoctor.lock.render import Meta, render, render_clash
+from envdoctor.lock.resolve import resolve
 from envdoctor.onboard import plan as P
+from envdoctor.onboard import report as R
+from envdoctor.redact import redact_output
+from envdoctor.smoke import SmokeRun
+from envdoctor.smoke import run_smoke  # a module-level name, so tests can replace the smoke run with a fake one
+from envdoctor.smoke.render import Progress as SmokeProgress
+from envdoctor.smoke.render import render_text
+from envdoctor.smoke.runner import target_snapshot
+from envdoctor.snapshot_io import write_atomic
 from envdoctor.subproc import CmdResult, Runner
-
-# Imported here (not lazily) so tests can replace the smoke run with a fake one.
-from envdoctor.smoke import run_smoke  # noqa: E402  (light: the runner is imported on first call)
 
 MARK = {"ok": "✓", "failed": "✗", "interrupted": "✗", "skipped": "↷", "running": "…", "stopped": "!"}
 
@@ -64,6 +79,13 @@ def _now() -> str:
 # --------------------------------------------------------------------------- progress
 
 
+def ask(question: str) -> bool:
+    """A yes/no question on stderr, answered on stdin (no by default); the CLI passes click's prompt instead."""
+    sys.stderr.write(f"{question} [y/N]: ")
+    sys.stderr.flush()
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
 class Progress:
     """One line per step on stderr: ``[5/7] install  ✓ 84.2 s``."""
 
@@ -74,10 +96,9 @@ class Progress:
     def echo(self, text: str) -> None:
         if self.quiet:
             return
-        if self.stream is not None:
-            click.echo(text, file=self.stream)
-        else:
-            click.echo(text, err=True)
+        stream = self.stream if self.stream is not None else sys.stderr
+        stream.write(text + "\n")
+        stream.flush()
 
     def step(self, name: str, status: str, text: str = "", seconds: Optional[float] = None) -> None:
         n = P.STEPS.index(name) + 1
@@ -98,8 +119,6 @@ class State:
     @staticmethod
     def read(path: str) -> Optional["State"]:
         """The state at path; None when there is none or it is not onboard's."""
-        from envdoctor.infile import read_text as read_input, safe_json_or_none
-
         try:
             data = safe_json_or_none(read_input(path))  # bounded, a regular file only
         except (OSError, ValueError):
@@ -123,7 +142,7 @@ class State:
         runs = int(prev.get("runs") or 0)
         if status == "running" or prev.get("status") != "running":
             runs += 1  # a new run of the step (one that was "running" is finishing now)
-        entry = {"status": status, "inputs": P.inputs_hash(inputs) if inputs is not None else None,
+        entry: Dict[str, Any] = {"status": status, "inputs": P.inputs_hash(inputs) if inputs is not None else None,
                  "finished" if status != "running" else "started": _now(), "runs": runs}
         if duration_s is not None:
             entry["duration_s"] = round(duration_s, 2)
@@ -137,8 +156,6 @@ class State:
     def save(self) -> None:
         if not self.path:
             return  # a conda environment's prefix is not known yet: kept in memory until it is
-        from envdoctor.snapshot_io import write_atomic
-
         self.data["updated"] = _now()
         write_atomic(self.path, json.dumps(self.data, indent=2, ensure_ascii=False))
 
@@ -214,10 +231,8 @@ def run_logged(runner: Runner, log: Log, argv: Sequence[str], timeout: float,
 
 def why_failed(res: CmdResult) -> str:
     if res.status == "failed" and res.returncode is not None and res.returncode < 0:
-        import signal as _signal
-
         try:
-            name = _signal.Signals(-res.returncode).name
+            name = signal.Signals(-res.returncode).name
         except ValueError:
             name = f"signal {-res.returncode}"
         return f"{os.path.basename(str(res.argv[0]))} was killed ({name})"
@@ -318,8 +333,6 @@ def lock_path(target: P.Target) -> str:
     if target.kind == "venv":
         parent, name = os.path.split(os.path.abspath(target.path))
         return os.path.join(parent, f".{name}{LOCK_SUFFIX}")
-    from envdoctor.knowledge.load import default_cache_dir
-
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", target.name) or "_"
     return str(default_cache_dir().parent / "locks" / f"conda-{safe}{LOCK_SUFFIX}")
 
@@ -337,8 +350,7 @@ class EnvLock:
         self.fd: Optional[int] = None
 
     def acquire(self) -> None:
-        import errno
-        import fcntl
+        import fcntl  # Unix only: imported where a lock is taken
 
         where = self.target.path if self.target.kind == "venv" else f"conda environment {self.target.name}"
         paths = [self.path]
@@ -382,12 +394,14 @@ class EnvLock:
 
 
 class Onboarding:
-    def __init__(self, opts: Options, env: Optional[Mapping[str, str]] = None, out: Any = None) -> None:
+    def __init__(self, opts: Options, env: Optional[Mapping[str, str]] = None, out: Any = None,
+                 confirm: Optional[Callable[[str], bool]] = None) -> None:
         self.opts = opts
         self.env = dict(env if env is not None else os.environ)
         self.runner = Runner(env=self.env, timeout=P.TIMEOUT_QUERY)
         self.progress = Progress(quiet=opts.quiet)
-        self.out = out or (lambda text: click.echo(text))
+        self.out = out or write_stdout
+        self.confirm = confirm or ask
         self.log = Log()
         self.state = State()
         self.timings: Dict[str, float] = {}
@@ -417,13 +431,9 @@ class Onboarding:
         t0 = time.monotonic()
         self.progress.step("probe", "running", "the driver, GPUs, platform" if not self.opts.snapshot_file
                            else f"reading {self.opts.snapshot_file}")
-        from envdoctor.cli import obtain_snapshot
-
         self.snap = obtain_snapshot(None, None, self.opts.snapshot_file, self.opts.timeout)
         self.pci: List[str] = []
         if not self.opts.snapshot_file:
-            from envdoctor.fsroot import Root
-
             self.pci = scan_pci(Root("/"))
         self.gpu = P.gpu_facts(self.snap, self.pci)
         p = self.snap.platform
@@ -437,8 +447,6 @@ class Onboarding:
 
     def check(self) -> None:
         t0 = time.monotonic()
-        from envdoctor.commands import build_report
-
         self.report = build_report(self.snap)
         e, w = self.report.count("error"), self.report.count("warning")
         text = f"{e} error{'s' if e != 1 else ''}, {w} warning{'s' if w != 1 else ''}"
@@ -457,11 +465,6 @@ class Onboarding:
 
     def lock_step(self, target: P.Target, base: P.BasePython) -> None:
         t0 = time.monotonic()
-        from envdoctor import __version__
-        from envdoctor.knowledge import load_matrices
-        from envdoctor.lock.render import Meta, render, render_clash
-        from envdoctor.lock.resolve import resolve
-
         m = load_matrices()
         cpu = self.opts.cpu or not self.gpu.present
         where = f"snapshot {self.opts.snapshot_file}" if self.opts.snapshot_file else "this machine"
@@ -533,15 +536,11 @@ class Onboarding:
                       f"environment: {target.describe()}"]
             script = P.render_script(plan, header)
             if o.emit_script:
-                from envdoctor.snapshot_io import write_atomic
-
-                from envdoctor.outfile import resolve, umask
-
                 write_atomic(o.emit_script, script, force=o.force)
-                kind, where = resolve(o.emit_script, force=True)
+                kind, where = outfile.resolve(o.emit_script, force=True)
                 if kind == "file":  # a device or FIFO written through keeps its mode
                     try:
-                        os.chmod(where, 0o755 & ~umask())
+                        os.chmod(where, 0o755 & ~outfile.umask())
                     except OSError:
                         pass
                 self.progress.echo(f"envdoctor onboard: wrote {o.emit_script} (nothing else was changed)")
@@ -603,8 +602,6 @@ class Onboarding:
         self.state.data["log"] = self.log.path
 
     def _write_lock(self) -> None:
-        from envdoctor.snapshot_io import write_atomic
-
         assert self.plan is not None
         write_atomic(self.plan.lock_path, self.plan.lock_text)
 
@@ -629,7 +626,7 @@ class Onboarding:
         if not interactive:
             raise BadInput(f"onboarding would {what}: pass --yes to go ahead without a prompt "
                            "(or --dry-run to see the commands first)")
-        if not click.confirm(f"envdoctor onboard: {what}. Go ahead?", default=False, err=True):
+        if not self.confirm(f"envdoctor onboard: {what}. Go ahead?"):
             raise BadInput("onboarding cancelled; nothing was changed")
 
     def _skip(self, name: str) -> bool:
@@ -693,8 +690,6 @@ class Onboarding:
         self._command_step("install", P.install_argv(self.plan.target, self.plan.lock_path), P.TIMEOUT_INSTALL, show)
 
     def smoke_step(self) -> bool:
-        from envdoctor.smoke import SmokeRun
-
         assert self.plan is not None
         plan = self.plan
         if self._skip("smoke"):
@@ -708,8 +703,6 @@ class Onboarding:
         self.log.write(f"\n=== {_now()} smoke: {P._q(P.smoke_argv(plan.target, plan.frameworks, plan.require_gpu))}")
         on_event = None
         if not self.opts.quiet:
-            from envdoctor.smoke.render import Progress as SmokeProgress
-
             on_event = SmokeProgress(sys.stderr)
         t0 = time.monotonic()
         try:
@@ -726,8 +719,6 @@ class Onboarding:
             raise self._fail("smoke", str(exc)) from None
         secs = time.monotonic() - t0
         self.smoke_run = run
-        from envdoctor.smoke.render import render_text
-
         self.log.write(render_text(run))
         ok = run.exit_code() == 0
         summary = f"{sum(1 for f in run.frameworks if f.status not in ('failed', 'crashed', 'timeout'))} of " \
@@ -739,16 +730,10 @@ class Onboarding:
         return ok
 
     def report_step(self) -> None:
-        from envdoctor.onboard import report as R
-        from envdoctor.snapshot_io import write_atomic
-
         assert self.plan is not None
         t0 = time.monotonic()
         final_snap, final_report = self.snap, self.report
         try:  # the machine with the new environment's Python part: `envdoctor check --python ENV/bin/python`
-            from envdoctor.commands import build_report
-            from envdoctor.smoke.runner import target_snapshot
-
             py = target_snapshot(self.plan.target.python, self.env)
             final_snap = copy.deepcopy(self.snap)
             final_snap.python = py.python
@@ -763,8 +748,6 @@ class Onboarding:
                         log_path=self.log.path or "", state_path=self.state.path or "",
                         rerun=self.opts.rerun, initial_findings=self.report.findings)
         md_path, html_path = self.plan.target.file(P.REPORT_MD), self.plan.target.file(P.REPORT_HTML)
-        from envdoctor.redact import redact_output
-
         write_atomic(md_path, redact_output(R.render_markdown(ctx), final_snap))
         write_atomic(html_path, redact_output(R.render_html(ctx), final_snap, html=True))
         secs = time.monotonic() - t0

@@ -34,9 +34,9 @@ for _name in RULE_MODULES:
     importlib.import_module(f"envdoctor.rules.{_name}")
 
 # Rules that only speak about what a machine probe cannot show: ED700-ED749 judge smoke results
-# (they live with `envdoctor smoke`), ED800-ED849 judge gate's install plans. A plain `check` does
+# (their findings come from a smoke run), ED800-ED849 judge gate's install plans. A plain `check` does
 # not import them; the catalogue (`envdoctor rules`, `explain`), gate and smoke do.
-EXTRA_RULE_MODULES = ("envdoctor.smoke.findings", "envdoctor.rules.gate_rules")
+EXTRA_RULE_MODULES = ("envdoctor.rules.smoke_rules", "envdoctor.rules.gate_rules")
 
 
 def load_extra_rules() -> None:

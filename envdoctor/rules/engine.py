@@ -1,8 +1,8 @@
 """Running the rules over a context: selection, isolation, ordering, root-cause folding.
 
 Rules come in families, by the module that registers them: the machine rules (`envdoctor.rules`), the
-smoke rules (ED700-ED749, `envdoctor.smoke.findings`) and the gate-plan rules (ED800-ED849,
-`envdoctor.rules.gate_rules`). Each command names the families it runs (COMMAND_FAMILIES); the
+smoke rules (ED700-ED749, `envdoctor.rules.smoke_rules`; their findings come from `envdoctor.smoke.findings`)
+and the gate-plan rules (ED800-ED849, `envdoctor.rules.gate_rules`). Each command names the families it runs (COMMAND_FAMILIES); the
 catalogue (`envdoctor rules`, `explain`) shows them all.
 """
 from __future__ import annotations
@@ -16,12 +16,12 @@ FAMILIES = ("machine", "smoke", "gate")
 # the modules that register each family's rules; a rule registered anywhere else counts as a machine rule
 FAMILY_MODULES: Dict[str, Tuple[str, ...]] = {
     "machine": ("envdoctor.rules",),
-    "smoke": ("envdoctor.smoke.findings",),
+    "smoke": ("envdoctor.rules.smoke_rules",),
     "gate": ("envdoctor.rules.gate_rules",),
 }
 FAMILY_WORDS = {"machine": "a machine rule", "smoke": "a smoke rule (it judges `envdoctor smoke` results)",
                 "gate": "a gate rule (it judges an install plan)"}
-# what each command runs (check --smoke folds the smoke results in; see envdoctor.commands)
+# what each command runs (check --smoke folds the smoke results in; see envdoctor.doctor.fold_smoke)
 COMMAND_FAMILIES: Dict[str, Tuple[str, ...]] = {
     "check": ("machine",),
     "check --smoke": ("machine", "smoke"),

@@ -17,8 +17,6 @@ from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
 from envdoctor.rules.context import Context
 from envdoctor.snapshot import Framework
 
-from envdoctor.probes.loader import DLL_SCAN  # the loader probe records it when it looked for CUDA DLLs on PATH
-
 
 def _serves_tf_from_system(ctx, fw) -> bool:
     """A TensorFlow CUDA build that will look for a system CUDA: no [and-cuda] wheels serve it, pip installed it."""
@@ -35,6 +33,10 @@ def _loader_known(ctx) -> bool:
     if any(p.name == "loader" and p.status != "ok" for p in ctx.snap.probes):
         return False
     if ctx.os == "windows":
+        # the loader probe records DLL_SCAN when it looked for CUDA DLLs on PATH; imported here so that
+        # `envdoctor rules` / `explain` (which import every rule module) load no probe
+        from envdoctor.probes.loader import DLL_SCAN
+
         return any(e.source == DLL_SCAN for e in ctx.snap.loader.evidence)
     # a working driver's libcuda.so.1 is always on the loader's record (ld.so cache, WSL's /usr/lib/wsl/lib, the
     # container runtime's mounts): a record without it is incomplete (an old snapshot, an unreadable cache)

@@ -1,14 +1,22 @@
-"""`envdoctor smoke`: run each framework's smoke program and report (registered by envdoctor.commands)."""
+"""`envdoctor smoke`: run each framework's smoke program and report (registered in envdoctor.cli.COMMANDS).
+
+Imports inside functions are for start-up speed: the rules (--format json, and the hints for a failed step) load
+only when used.
+"""
 from __future__ import annotations
 
 import os
 import sys
+from typing import IO, Any, Optional, Tuple
 
 import click
 
-from envdoctor.cli import force_option
-from envdoctor.options import Seconds
-from envdoctor.smoke import DEFAULT_TIMEOUT, FRAMEWORKS
+from envdoctor.cli_options import Seconds, force_option
+from envdoctor.doctor import obtain_snapshot
+from envdoctor.emit import emit
+from envdoctor.smoke import DEFAULT_TIMEOUT, FRAMEWORKS, SmokeRun, render
+from envdoctor.smoke.runner import run_smoke, target_snapshot
+from envdoctor.snapshot_io import dump_json
 
 
 @click.command()
@@ -25,14 +33,11 @@ from envdoctor.smoke import DEFAULT_TIMEOUT, FRAMEWORKS
 @force_option
 @click.option("-q", "--quiet", is_flag=True, help="No live progress on stderr.")
 @click.option("-v", "--verbose", is_flag=True, help="Show the numbers of every step and more of each error.")
-def smoke(python_path, frameworks, timeout, bench, require_gpu, fmt, output, force_output, quiet, verbose):
+def smoke(python_path: Optional[str], frameworks: Tuple[str, ...], timeout: float, bench: bool, require_gpu: bool,
+          fmt: str, output: Optional[str], force_output: bool, quiet: bool, verbose: bool) -> None:
     """Run a small program per framework (torch, tensorflow, jax, cupy) in its own process: import,
     devices, matmul and conv checked against a CPU reference, mixed precision, the compiler path.
     GPU steps run when the framework sees a GPU. Exit 0 ok, 1 a step failed (or no GPU with --require-gpu), 2 usage."""
-    from envdoctor.cli import emit
-    from envdoctor.smoke import render
-    from envdoctor.smoke.runner import run_smoke, target_snapshot
-
     snap = target_snapshot(python_path)  # a --python that is no interpreter: BadInput, exit 2
     progress = None
     if not quiet and (fmt == "text" or sys.stderr.isatty()):
@@ -47,7 +52,6 @@ def smoke(python_path, frameworks, timeout, bench, require_gpu, fmt, output, for
     if fmt == "json":
         from envdoctor.rules.engine import COMMAND_FAMILIES, select_rules
         from envdoctor.smoke.findings import smoke_findings
-        from envdoctor.snapshot_io import dump_json
 
         selected = {r.id for r in select_rules(families=COMMAND_FAMILIES["smoke"])}
         data = run.to_dict()  # the results, and the doctor's findings (the smoke rules, ED700-ED749) for them
@@ -61,10 +65,9 @@ def smoke(python_path, frameworks, timeout, bench, require_gpu, fmt, output, for
     sys.exit(run.exit_code())
 
 
-def _add_hints(run, python_path) -> None:
+def _add_hints(run: SmokeRun, python_path: Optional[str]) -> None:
     """Explain failed steps with the whole machine's facts (driver, cuDNN, loader): probed only on failure."""
     try:
-        from envdoctor.cli import obtain_snapshot
         from envdoctor.smoke.findings import add_hints
 
         add_hints(run, obtain_snapshot(python_path, None, None, 5.0))
@@ -73,7 +76,7 @@ def _add_hints(run, python_path) -> None:
             raise
 
 
-def _color(stream) -> bool:
+def _color(stream: IO[Any]) -> bool:
     try:
         tty = stream.isatty()
     except (AttributeError, ValueError):

@@ -2,8 +2,8 @@
 
 `smoke_findings(results, snapshot)` is what `envdoctor check --smoke` folds into its report; the
 same explanations (`explain`) become the `hint` of a failed step in `envdoctor smoke`. The rules
-are registered so that `envdoctor rules` / `explain ED7xx` describe them, but they only produce
-findings from a smoke run (the plain rule engine has no smoke results, so they return nothing).
+are registered with @rule in envdoctor.rules.smoke_rules (so `envdoctor rules` / `explain ED7xx` describe
+them); they only produce findings here, from a smoke run.
 """
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from packaging.version import InvalidVersion, Version
 
-from envdoctor.rules.base import REGISTRY, EvidenceItem, Finding, rule
-from envdoctor.smoke import BAD, FrameworkResult, SmokeRun, StepResult
+from envdoctor.rules import smoke_rules
+from envdoctor.rules.base import REGISTRY, EvidenceItem, Finding
+from envdoctor.smoke.results import BAD, FrameworkResult, SmokeRun, StepResult
 
 AREA = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax", "cupy": "python", "onnxruntime": "python"}
 STEP_IDS = {"import": "ED701", "devices": "ED702", "matmul": "ED703", "conv": "ED704", "mixed_precision": "ED705",
@@ -21,69 +22,7 @@ STEP_IDS = {"import": "ED701", "devices": "ED702", "matmul": "ED703", "conv": "E
             "each_gpu": "ED703", "session": "ED712", "allreduce": "ED713"}
 NOTABLE_NOT_AVAILABLE = ("no_compiler", "no_triton", "old_gpu", "no_cudnn", "dtype", "python", "old", "platform")
 
-_RULES = [
-    ("ED700", "smoke-passed", "The framework computed correctly in the smoke test", "ok",
-     "envdoctor smoke ran the framework's import, device discovery, a matmul and a convolution (forward and "
-     "backward) checked against a CPU reference, mixed precision and its compiler path in a child process.",
-     "torch 2.3.1+cu121: smoke test passed on NVIDIA A100 (sm_80)."),
-    ("ED701", "smoke-import", "The framework cannot be imported", "error",
-     "Importing the framework in the target interpreter failed, crashed or hung: nothing built on it can run.",
-     "tensorflow: import crashed (signal 11, SIGSEGV)."),
-    ("ED702", "smoke-devices", "Device discovery failed", "error",
-     "Asking the framework for its devices (torch.cuda, tf.config, jax.devices) raised, crashed or hung.",
-     "torch: devices crashed (signal 6, SIGABRT)."),
-    ("ED703", "smoke-matmul", "A matrix multiplication failed or gave a wrong result", "error",
-     "A 64x64 matmul with exactly representable inputs is compared with a pure-Python reference; a wrong "
-     "result means broken kernels (e.g. a GPU architecture the build has no code for) or broken hardware.",
-     "jax: matmul (gpu) failed: CUDA_ERROR_NO_BINARY_FOR_GPU."),
-    ("ED704", "smoke-conv", "A convolution (the cuDNN path on a GPU) failed or gave a wrong result", "error",
-     "A conv2d forward and backward pass is compared with a pure-Python reference; on a GPU this is the cuDNN "
-     "path, which fails when the cuDNN the loader finds is not the one the framework was built for.",
-     "torch: conv (gpu) failed: CUDNN_STATUS_NOT_INITIALIZED - two cuDNN majors on the loader path."),
-    ("ED705", "smoke-mixed-precision", "A mixed-precision step failed or gave a wrong result", "error",
-     "fp16 / bf16 matmul and convolution (autocast in torch) are checked against the reference with a tolerance "
-     "that fits the dtype.", "torch: mixed precision (gpu) failed: float16 matmul has NaN values."),
-    ("ED706", "smoke-compile", "The framework's compiler path failed", "error",
-     "torch.compile (Inductor: a C++ compiler on CPU, Triton on GPU), tf.function(jit_compile=True) and jax.jit "
-     "(XLA) compile a tiny function; XLA on a GPU needs ptxas and libdevice from a CUDA toolkit.",
-     "jax: compile (gpu) failed: libdevice not found at ./libdevice.10.bc."),
-    ("ED707", "smoke-bench", "A benchmark step failed", "error",
-     "With --bench, a matmul throughput (GFLOP/s) and a host-to-device bandwidth figure are measured.",
-     "torch: bench h2d (gpu) failed: CUDA error: out of memory."),
-    ("ED708", "smoke-shutdown", "The framework crashed or hung while its process exited", "error",
-     "Every step passed, then the process crashed or hung at exit (often two copies of a native library).",
-     "tensorflow: every step ran, then the process crashed (signal 11, SIGSEGV) while exiting."),
-    ("ED710", "smoke-no-gpu", "The framework sees no GPU", "warning",
-     "The GPU steps could not run because the framework found no GPU. That is expected without a GPU or "
-     "with a CPU-only build; it is a problem when the machine has a GPU and the build is a GPU build.",
-     "torch (cuda 12.1 build) sees no GPU although the machine has 1: torch.cuda.is_available() is False."),
-    ("ED712", "smoke-onnxruntime-session", "An ONNX Runtime session failed or did not run on the CUDA provider", "error",
-     "A one-node MatMul model (built with the onnx package) runs in an InferenceSession with providers "
-     "[\"CUDAExecutionProvider\", \"CPUExecutionProvider\"]; ORT silently falls back to the CPU when the CUDA "
-     "provider cannot load (missing CUDA / cuDNN of its build, an old driver), which this step reports as a failure.",
-     "onnxruntime: session (gpu) failed: asked for CUDAExecutionProvider but runs on CPUExecutionProvider."),
-    ("ED713", "smoke-allreduce", "An all-reduce over the GPUs failed or gave a wrong result", "error",
-     "With two or more visible GPUs each framework sums a small tensor over all of them (torch.cuda.nccl.all_reduce, "
-     "jax.lax.psum under pmap, TensorFlow's MirroredStrategy); a failure or a hang points at NCCL, peer-to-peer "
-     "access or NCCL_* settings. With one device the step is skipped.",
-     "torch: allreduce (gpu) failed: NCCL error: unhandled system error (NCCL_P2P_DISABLE unset, IOMMU on)."),
-    ("ED711", "smoke-not-available", "A smoke step could not run here", "info",
-     "A step was not available for a reason other than a missing GPU: no C++ compiler for torch.compile on "
-     "CPU, no Triton, a GPU too old for Triton or bf16, cupy without cuDNN.",
-     "torch: compile (cpu) not available: no C++ compiler."),
-]
-
-
-def _register() -> None:
-    for rid, name, title, severity, rationale, example in [(r[0], r[1], r[2], r[3], r[4], r[5]) for r in _RULES]:
-        if rid in REGISTRY:
-            continue
-        rule(id=rid, name=name, title=title, severity=severity, area="environment", rationale=rationale,
-             example=example, references=["docs/smoke.md"])(lambda ctx, r: [])
-
-
-_register()
-_TITLES = {r[0]: r[2] for r in _RULES}
+_TITLES = {rid: r.title for rid, r in REGISTRY.items() if r.module == smoke_rules.__name__}
 
 
 # -- explanations from the probe's facts ------------------------------------------------------
@@ -188,10 +127,10 @@ def explain(fw: FrameworkResult, step: StepResult, snap) -> Tuple[str, Optional[
         return ("XLA cannot find ptxas / libdevice and no CUDA toolkit was found", "smoke-xla-cuda-data",
                 ["Install the nvidia-cuda-nvcc wheel the framework's CUDA extra pins, or a CUDA toolkit"], ev)
 
-    m = re.search(r"(lib[\w.+-]*?\.so(?:\.[\d.]+)?)[^\n]*?(?:cannot open shared object file|: not found)", text) or \
+    missing = re.search(r"(lib[\w.+-]*?\.so(?:\.[\d.]+)?)[^\n]*?(?:cannot open shared object file|: not found)", text) or \
         re.search(r"Could not load dynamic library '([^']+)'", text)
-    if m:
-        lib = m.group(1)
+    if missing:
+        lib = missing.group(1)
         ldp = list(getattr(getattr(snap, "loader", None), "ld_library_path", []) or [])
         ev.append(EvidenceItem("LD_LIBRARY_PATH", ":".join(ldp) or "(unset)", "env:LD_LIBRARY_PATH"))
         return (f"the loader cannot find {lib} (LD_LIBRARY_PATH: {':'.join(ldp) or 'unset'})", f"smoke-missing-{lib}",

@@ -5,7 +5,9 @@ import sys
 import threading
 from typing import IO, Any, Dict, List, Optional
 
-from envdoctor.smoke import BAD, FrameworkResult, SmokeRun, StepResult
+from envdoctor.formats.ansi import ansi
+from envdoctor.smoke.results import BAD, FrameworkResult, SmokeRun, StepResult
+from envdoctor.snapshot_io import dump_json
 
 MARK = {"ok": "✓", "failed": "✗", "crashed": "✗", "timeout": "✗", "not_available": "-", "skipped": "·"}
 COLOR = {"ok": "green", "failed": "red", "crashed": "red", "timeout": "red", "not_available": None, "skipped": None}
@@ -40,11 +42,9 @@ def _step_line(s: StepResult) -> str:
 
 
 def render_text(run: SmokeRun, color: bool = False, verbose: bool = False) -> str:
-    import click
-
     def style(text: str, status: str) -> str:
         fg = COLOR.get(status)
-        return click.style(text, fg=fg) if color and fg else text
+        return ansi(text, fg) if color and fg else text
 
     lines: List[str] = [f"Smoke test of {run.python}" + (f" (Python {run.python_version})" if run.python_version else "")
                         + f", timeout {run.timeout:g} s per framework" + (", with --bench" if run.bench else "")
@@ -107,8 +107,6 @@ def _summary_line(run: SmokeRun) -> str:
 
 
 def render_json(run: SmokeRun) -> str:
-    from envdoctor.snapshot_io import dump_json
-
     return dump_json(run.to_dict())
 
 
@@ -158,9 +156,7 @@ class Progress:
 
     def _write(self, text: str, status: str = "") -> None:
         if self.color and COLOR.get(status):
-            import click
-
-            text = click.style(text, fg=COLOR[status])
+            text = ansi(text, COLOR[status])
         with self.lock:
             try:
                 self.stream.write(text + "\n")

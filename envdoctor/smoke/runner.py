@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.errors import BadInput, EnvdoctorError
-from envdoctor.smoke import BAD, DEFAULT_TIMEOUT, FRAMEWORKS, RANK, FrameworkResult, SmokeRun, StepResult
+from envdoctor.smoke.results import BAD, DEFAULT_TIMEOUT, FRAMEWORKS, RANK, FrameworkResult, SmokeRun, StepResult
 from envdoctor.subproc import CmdResult, Runner
 
 PROGRAMS = Path(__file__).with_name("programs")
@@ -159,9 +159,9 @@ def assemble(framework: str, steps: Sequence[Tuple[str, str]], events: Sequence[
     end_t = (started + res.duration_s) if started is not None else None
     interrupted: Optional[StepResult] = None
     for name, device in steps:
-        ev = ended.get((name, device))
-        if ev is not None:
-            step = StepResult.from_dict(ev)
+        got = ended.get((name, device))
+        if got is not None:
+            step = StepResult.from_dict(got)
             step.step, step.device = name, device
         elif interrupted is None:
             step = StepResult(step=name, device=device)

@@ -1,0 +1,166 @@
+"""The doctor's core, without the command line (the counterpart of pip-audit's ``_audit.py``): obtain a snapshot
+(probe this machine, an interpreter's environment, an image's root, or load a saved one), select the rules a
+command runs, judge, build the report, redact it. Every command's ``cli.py`` translates its options into calls
+here (or into its own package's core); nothing here imports click or a CLI module.
+
+Bad input raises :class:`envdoctor.errors.BadInput` (the CLI prints one line, exit 2).
+
+Module-level imports stay light for start-up speed: the probes (only when probing), the snapshot loader (only
+with --snapshot), the rules and the report (only when judging) and the formats (only when rendering) are
+imported where they are used, so `lock` pays for no rule and `explain` for no probe.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
+
+from envdoctor.errors import BadInput
+from envdoctor.fsroot import Root
+from envdoctor.redact import redact_dict, redactor_for
+
+# (the rules to run, the matrices or None, the data's warnings): what judging needs besides the snapshot
+Prepared = Tuple[List[Any], Any, List[str]]
+
+
+def split_ids(values: Optional[Iterable[str]]) -> List[str]:
+    """--only / --skip values as rule selectors: each may be a comma-separated list."""
+    out: List[str] = []
+    for v in values or ():
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return out
+
+
+# --------------------------------------------------------------------------- the snapshot
+
+
+def obtain_snapshot(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Optional[str], timeout: float,
+                    kernels: bool = False) -> Any:
+    """Probe the machine (or load a saved snapshot); bad input raises BadInput."""
+    if snapshot_file:
+        if python_path or root_dir:
+            raise BadInput("--snapshot cannot be combined with --python or --root")
+        from envdoctor.snapshot_io import load_snapshot
+
+        return load_snapshot(snapshot_file)
+    from envdoctor.probes import ProbeContext, run_probes
+
+    root = Root("/")
+    if root_dir:
+        if not os.path.exists(root_dir):
+            raise BadInput(f"--root {root_dir}: no such directory")
+        if not os.path.isdir(root_dir):
+            raise BadInput(f"--root {root_dir}: not a directory")
+        root = Root(os.path.abspath(root_dir))
+    # An image's root carries none of this shell's variables: with --root only PATH (to find
+    # commands) is kept, so the host's LD_LIBRARY_PATH or CUDA_HOME never describe the image.
+    env = dict(os.environ) if root.is_live else {"PATH": os.environ.get("PATH", os.defpath)}
+    ctx = ProbeContext(root=root, env=env, timeout=timeout, target_python=python_path, kernels=kernels)
+    return run_probes(ctx)  # a --python that is not Python raises BadInput from its probe
+
+
+def snapshot_dict(snap: Any, redact: bool) -> Dict[str, Any]:
+    """The snapshot as JSON data, redacted (GPU UUIDs, host name, home, secrets) unless `redact` is False."""
+    data: Dict[str, Any] = snap.to_dict()
+    if redact and not snap.redacted:
+        data = redact_dict(data)
+    return data
+
+
+# --------------------------------------------------------------------------- judging
+
+
+def load_data() -> Tuple[Any, List[str]]:
+    """The matrices and their load warnings."""
+    from envdoctor.knowledge import load_matrices
+
+    m = load_matrices()
+    return m, list(getattr(m, "warnings", []))
+
+
+def prepare_judgement(only: Optional[Sequence[str]] = None, skip: Optional[Sequence[str]] = None,
+                      command: str = "check") -> Prepared:
+    """Everything judging needs besides the snapshot: the rules `command` runs (its families in
+    envdoctor.rules.engine.COMMAND_FAMILIES, narrowed by --only / --skip) and the data."""
+    from envdoctor.rules.engine import COMMAND_FAMILIES, select_rules
+
+    rules = select_rules(only, skip, families=COMMAND_FAMILIES[command], command=command)
+    matrices, warnings = load_data()
+    return rules, matrices, warnings
+
+
+def build_report(snap: Any, only: Optional[Sequence[str]] = None, skip: Optional[Sequence[str]] = None,
+                 prepared: Optional[Prepared] = None, expect_cpu: Optional[Iterable[str]] = None) -> Any:
+    """The machine rules' report on `snap`. `expect_cpu`: the frameworks the user expects on the CPU (a set,
+    possibly empty), or None where the command does not know (envdoctor.rules.intent)."""
+    from envdoctor.report import Report
+    from envdoctor.rules.context import Context
+    from envdoctor.rules.engine import run_rules
+
+    rules, matrices, warnings = prepared if prepared is not None else prepare_judgement(only, skip)
+    extra: Dict[str, FrozenSet[str]] = {"expect_cpu": frozenset(expect_cpu)} if expect_cpu is not None else {}
+    findings = run_rules(Context(snap, matrices, extra=extra), rules)
+    return Report(snap, findings, data_collected=getattr(matrices, "collected", "") or "", data_warnings=warnings)
+
+
+def expected_on_cpu(given: Iterable[str]) -> FrozenSet[str]:
+    """--expect-cpu values and the configured ``expect-cpu`` (pyproject.toml / envdoctor.toml) together."""
+    from envdoctor.rules import intent
+
+    return frozenset(intent.normalise(given, "--expect-cpu") | intent.configured())
+
+
+def fold_smoke(report: Any, snap: Any, prepared: Prepared, python_path: Optional[str]) -> None:
+    """check --smoke: run `envdoctor smoke` on the snapshot's environment and fold its findings into `report`
+    (--only / --skip apply to the smoke rules too)."""
+    from envdoctor.rules.engine import fold_causes, order
+    from envdoctor.smoke import run_smoke, smoke_findings
+
+    results = run_smoke(snap, python=python_path)
+    selected = {r.id for r in prepared[0]}
+    smoke = [f for f in smoke_findings(results, snap) if f.id in selected]
+    report.findings = order(fold_causes(report.findings + smoke))
+    report.extra["smoke"] = results.to_dict()
+
+
+def redact_findings(report: Any, snap: Any) -> None:
+    """Findings quote paths and values from the machine: redact them like the snapshot they come from."""
+    text = redactor_for(snap).text
+    report.findings = [
+        dataclasses.replace(
+            f, message=text(f.message), fix=[text(x) for x in f.fix], consequences=[text(x) for x in f.consequences],
+            evidence=[dataclasses.replace(e, value=text(e.value), source=text(e.source)) for e in f.evidence])
+        for f in report.findings]
+
+
+def findings_document(report: Any, snap: Any, rules: List[Any], *, strict: bool, redact: bool) -> Any:
+    """The report as the formats read it (envdoctor.formats.interface.FindingsDoc), redacted unless not `redact`."""
+    from envdoctor.formats.interface import from_report
+    from envdoctor.snapshot import Snapshot
+
+    sdict = snapshot_dict(snap, redact=redact)
+    if redact:
+        redact_findings(report, snap)
+        report.snapshot = Snapshot.from_dict(sdict)  # the area lines of text and Markdown read it
+    return from_report(report, rules, sdict, strict=strict)
+
+
+def render_findings(doc: Any, fmt: str, *, verbose: bool = False, color: bool = False) -> str:
+    """A findings document in format `fmt` (envdoctor.formats.registry)."""
+    from envdoctor.formats.registry import render
+
+    return render(fmt, doc, verbose=verbose, color=color, workspace=os.environ.get("GITHUB_WORKSPACE"))
+
+
+# --------------------------------------------------------------------------- the rule catalogue
+
+
+def find_rule(rule_id: str) -> Any:
+    """The rule with this ID (any case) or name, of any family; BadInput naming `envdoctor rules` otherwise."""
+    from envdoctor.rules.engine import all_rules
+
+    wanted = rule_id.strip()
+    for r in all_rules():
+        if r.id.upper() == wanted.upper() or r.name == wanted:
+            return r
+    raise BadInput(f"unknown rule {rule_id!r} (see `envdoctor rules`)")

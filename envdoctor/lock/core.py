@@ -1,0 +1,202 @@
+"""``envdoctor lock``'s core, without the command line: the target's constraints from the options and the machine,
+writing a lock file, and re-checking one (envdoctor.lock.cli translates the options; onboard reads the machine's
+platform the same way)."""
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from envdoctor.doctor import obtain_snapshot
+from envdoctor.errors import BadInput
+from envdoctor.facts.platform import platform_key
+from envdoctor.infile import read_text_or_bad_input
+from envdoctor.knowledge import normalize_cc
+from envdoctor.lock.render import parse_lock
+from envdoctor.lock.resolve import COMPANIONS, PLATFORMS, Constraints, FrameworkRequest, GpuTarget, check
+from envdoctor.outfile import exists, same_as, write_output
+from envdoctor.outfile import resolve as resolve_output
+from envdoctor.redact import redact_output
+from envdoctor.snapshot_io import dump_json
+from envdoctor.target_options import PLATFORM_CHOICES
+
+_CC_TEXT = re.compile(r"^\s*(?:(?:sm|compute)_\d{2,3}[af]?|\d{1,2}\.\d)\s*$", re.IGNORECASE)
+
+
+def _xy(version: str) -> str:
+    parts = str(version).strip().split(".")
+    return ".".join(parts[:2])
+
+
+def given(cuda: Optional[str], driver: Optional[str], gpus: Sequence[str], python_version: Optional[str],
+          platform: Optional[str]) -> Dict[str, bool]:
+    """Which parts of the target the user stated (the rest --check takes from the lock)."""
+    return {"cuda": bool(cuda), "driver": bool(driver), "gpus": bool(gpus), "python": bool(python_version),
+            "platform": bool(platform)}
+
+
+def machine_platform(snap: Any) -> Tuple[Optional[str], bool]:
+    """(platform key, wsl) of a snapshot's machine (envdoctor.facts.platform); None when lock has no builds for it."""
+    key = platform_key(snap)
+    wsl = bool(snap.platform.wsl) and bool(key and key.startswith("linux-"))
+    return (key if key in PLATFORMS else None), wsl
+
+
+def parse_gpu(m: Any, text: str) -> GpuTarget:
+    """--gpu sm_86 | 8.6 | compute_90a | "NVIDIA A100-SXM4-80GB" -> GpuTarget; BadInput naming the known archs."""
+    value = str(text or "").strip()
+    known = ", ".join("sm_" + k.replace(".", "") for k in sorted(m.archs, key=lambda c: tuple(int(x) for x in c.split("."))))
+    if _CC_TEXT.match(value):
+        cc = normalize_cc(value)
+        if cc is None or m.arch(cc) is None:
+            raise BadInput(f"unknown GPU architecture {value!r}; the data knows {known}")
+        return GpuTarget(cc, "sm_" + cc.replace(".", ""))
+    cc = m.cc_for_gpu_name(value) if value else None
+    if cc is None:
+        raise BadInput(f"unknown GPU {value!r}: not a GPU name the data knows nor an architecture; "
+                       f"name its architecture instead: {known}")
+    return GpuTarget(cc, value)
+
+
+def build_target(m: Any, *, cuda: Optional[str], driver: Optional[str], gpus: Sequence[str],
+                 python_path: Optional[str], python_version: Optional[str], platform: Optional[str], cpu: bool,
+                 root_dir: Optional[str], snapshot_file: Optional[str], timeout: float,
+                 frameworks: Dict[str, Optional[str]], companions: Optional[str],
+                 for_check: bool = False) -> Tuple[Constraints, Any]:
+    """Constraints from the flags, over the machine (probed or a snapshot) where one is used.  Returns
+    (constraints, machine snapshot or None).  Without --cuda / --driver / --cpu the machine is probed."""
+    origin: Dict[str, str] = {}
+    snap = None
+    where = ""
+    if snapshot_file or root_dir or python_path or not (cuda or driver or cpu):
+        snap = obtain_snapshot(python_path, root_dir, snapshot_file, timeout)
+        where = f"snapshot {snapshot_file}" if snapshot_file else ("the image " + root_dir if root_dir else "this machine")
+    c = Constraints(cpu=bool(cpu))
+    if snap is not None:
+        plat, wsl = machine_platform(snap)
+        if plat:
+            c.platform, c.wsl = plat, wsl
+            origin["platform"] = where
+        elif not platform:
+            raise BadInput(f"{where} is {snap.platform.system or 'an unknown system'} {snap.platform.machine or ''}, "
+                           f"a platform lock has no builds for; name one with --platform ({', '.join(PLATFORM_CHOICES)})")
+        if snap.python.version:
+            c.python = _xy(snap.python.version)
+            origin["python"] = where
+        if snap.driver.version:
+            c.driver = snap.driver.version
+            origin["driver"] = where
+        c.gpus = []
+        for g in snap.gpus:
+            cc = normalize_cc(g.compute_capability) if g.compute_capability else m.cc_for_gpu_name(g.name)
+            if cc is not None and m.arch(cc) is not None:
+                c.gpus.append(GpuTarget(cc, g.name or ("sm_" + cc.replace(".", ""))))
+            elif not gpus:
+                raise BadInput(f"GPU {g.name or g.index!r} of {where} is not in the compatibility data; "
+                               "name its architecture with --gpu sm_XX")
+        if c.gpus:
+            origin["GPUs"] = where
+    if platform:
+        c.platform, c.wsl = ("linux-x86_64", True) if platform == "wsl2" else (platform, False)
+        origin["platform"] = "--platform"
+    elif snap is None:
+        origin["platform"] = "default (linux-x86_64)"
+    if python_version:
+        c.python = _xy(python_version)
+        origin["python"] = "--python-version"
+    elif c.python is None:
+        c.python = f"{sys.version_info[0]}.{sys.version_info[1]}"
+        origin["python"] = "the Python running envdoctor"
+    if driver:
+        c.driver = driver.strip()
+        origin["driver"] = "--driver"
+    if cuda:
+        c.cuda = cuda.strip()
+        origin["CUDA line"] = "--cuda"
+    if gpus:
+        c.gpus = [parse_gpu(m, g) for g in gpus]
+        origin["GPUs"] = "--gpu"
+    if cpu:
+        c.gpus, c.driver = [], None
+        origin.pop("GPUs", None)
+        origin.pop("driver", None)
+        if cuda or driver or gpus:
+            raise BadInput("--cpu cannot be combined with --cuda, --driver or --gpu (a CPU-only environment has no CUDA target)")
+    elif snap is not None and not for_check and not (cuda or driver) and c.driver is None:
+        state = snap.driver.state or "unknown"
+        raise BadInput(f"{where} has no usable NVIDIA driver (driver state: {state}); name a target with --cuda X.Y "
+                       "or --driver VER, or ask for a CPU-only lock with --cpu")
+    named = [FrameworkRequest(n, v) for n, v in frameworks.items() if v is not None]
+    if named:
+        c.frameworks = named
+    else:
+        c.frameworks = [FrameworkRequest("torch")]
+        if snap is not None:
+            for n in ("tensorflow", "jax"):
+                if snap.framework(n) is not None:
+                    c.frameworks.append(FrameworkRequest(n))
+    if companions is not None:
+        c.companions = parse_companions(companions)
+    c.origin = origin
+    return c, snap
+
+
+def parse_companions(text: str) -> List[str]:
+    """--companions torchvision,torchaudio | none: the torch companions kept in lock-step; BadInput for others."""
+    low = text.strip().lower()
+    out = [] if low in ("", "none", "no") else [x.strip() for x in low.split(",") if x.strip()]
+    for x in out:
+        if x not in COMPANIONS:
+            raise BadInput(f"unknown companion {x!r}; companions: {', '.join(COMPANIONS)} (or none)")
+    return out
+
+
+def write_lock(path: str, text: str, force: bool) -> bool:
+    """Write by envdoctor.outfile's rules; an identical existing file is left alone (False), a different one needs
+    --force.  Only a regular file is compared, reading at most the new text's length: a device, a FIFO or
+    /dev/stdout is written through, never read."""
+    kind, _where = resolve_output(path, force)  # a folder, a socket or a dangling symlink (without --force): BadInput
+    if kind == "file" and exists(path):
+        if same_as(path, text):
+            return False
+        if not force:
+            raise BadInput(f"{path} exists and differs from this lock; pass --force to replace it")
+    write_output(path, text, force=force)
+    return True
+
+
+def check_lock(m: Any, path: str, target: Any, machine: Any, fmt: str, given: Dict[str, bool]) -> Tuple[str, int]:
+    """lock --check FILE: does the lock still fit the target? (the answer's text, 0 it fits / 1 it does not)."""
+    text = read_text_or_bad_input(path, "--check")
+    parsed = parse_lock(text, where=path)
+    if not parsed.requirements:
+        raise BadInput(f"--check {path}: no pinned requirements found (is it a lock written by envdoctor lock?)")
+    rec = parsed.record if isinstance(parsed.record, dict) else {}
+    kinds = {str(x.get("framework")): str(x.get("build")) for x in rec.get("picks") or [] if isinstance(x, dict)}
+    lock_platform = rec.get("platform") if rec.get("platform") else None
+    # What neither the machine nor a flag says is taken as the lock assumed it.
+    if machine is None:
+        if not given["platform"] and lock_platform:
+            target.platform, target.wsl = lock_platform, bool(rec.get("wsl"))
+        if not given["python"] and rec.get("python"):
+            target.python = str(rec["python"])
+        if not given["gpus"]:
+            target.gpus = [GpuTarget(str(g.get("cc")), str(g.get("label") or "")) for g in rec.get("gpus") or []
+                           if isinstance(g, dict) and g.get("cc")]
+    result = check(m, target, parsed.requirements, kinds=kinds, lock_platform=lock_platform,
+                   index_urls=parsed.index_urls)
+    if machine is not None and target.driver is None and any(c.kind == "cuda" for c in result.picks):
+        state = machine.driver.state or "unknown"
+        result.problems.append(f"no usable NVIDIA driver on the target (driver state: {state}): the CUDA builds "
+                               f"{', '.join(c.label for c in result.picks if c.kind == 'cuda')} cannot run")
+        result.ok = False
+    if fmt == "json":
+        data = result.to_dict()
+        data["file"] = path
+        data["target"] = target.to_dict()
+        text = dump_json(data)
+    elif result.ok:
+        text = f"{path} fits: {', '.join(c.label for c in result.picks)}"
+    else:
+        text = "\n".join([f"{path} no longer fits:"] + [f"  - {prob}" for prob in result.problems])
+    return redact_output(text), 0 if result.ok else 1
