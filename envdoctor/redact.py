@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 from typing import Any, Iterable, Mapping, Optional, Set
 
 REDACTED = "<redacted>"
@@ -175,8 +174,8 @@ def environment_secrets(env: Optional[Mapping[str, str]] = None) -> Set[str]:
 
 
 def _this_host() -> Set[str]:
-    try:
-        name = socket.gethostname()
+    try:  # uname's node name is what gethostname() returns on POSIX, without importing socket (~2 ms per start)
+        name = os.uname().nodename if hasattr(os, "uname") else __import__("socket").gethostname()
     except OSError:
         return set()
     return {name, name.split(".")[0]} if name else set()

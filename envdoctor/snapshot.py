@@ -15,8 +15,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import typing
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, List, Optional
+
+from envdoctor.records import dataclass
 
 SCHEMA_VERSION = "1.0"
 
@@ -410,9 +412,19 @@ class Snapshot:
         return self.toolkits[0] if self.toolkits else None
 
 
+_PLAIN = (str, int, float, bool, type(None))
+_FIELD_NAMES: Dict[type, tuple] = {}  # a model class -> its field names (to_dict runs several times a check)
+
+
 def _to_json(obj: Any) -> Any:
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: _to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    cls = type(obj)
+    if cls in _PLAIN:
+        return obj
+    names = _FIELD_NAMES.get(cls)
+    if names is None and dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(obj))
+    if names is not None:
+        return {n: _to_json(getattr(obj, n)) for n in names}
     if isinstance(obj, list):
         return [_to_json(x) for x in obj]
     if isinstance(obj, dict):

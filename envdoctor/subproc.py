@@ -26,13 +26,14 @@ from __future__ import annotations
 import atexit
 import os
 import selectors
-import shutil
 import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Callable, Dict, Optional, Mapping, Sequence
+from dataclasses import field
+from typing import Callable, Dict, Optional, Mapping, Sequence, Tuple, Union
+
+from envdoctor.records import dataclass
 
 DEFAULT_TIMEOUT = 5.0
 MAX_OUTPUT = 1 << 20  # keep at most 1 MiB of each stream; a captured stream past it gets the command killed
@@ -61,6 +62,28 @@ class CmdResult:
         return " ".join(self.argv)
 
 
+def which(name: str, path: str) -> str | None:
+    """shutil.which(name, path=path) on POSIX, without importing shutil (and its compression modules: ~3 ms
+    of every start); on Windows (PATHEXT) shutil's own."""
+    if os.name == "nt":
+        import shutil
+
+        return shutil.which(name, path=path)
+    if os.path.dirname(name):
+        candidates = [name]
+    else:
+        seen = set()
+        candidates = []
+        for folder in path.split(os.pathsep) if path else ():
+            if folder not in seen:
+                seen.add(folder)
+                candidates.append(os.path.join(folder, name))
+    for candidate in candidates:
+        if os.path.exists(candidate) and os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    return None
+
+
 @dataclass
 class Runner:
     """Runs commands found on a PATH with a default timeout."""
@@ -71,7 +94,7 @@ class Runner:
     def which(self, name: str) -> str | None:
         if os.sep in name:
             return name if os.access(name, os.X_OK) and os.path.isfile(name) else None
-        return shutil.which(name, path=self.env.get("PATH", os.defpath))
+        return which(name, self.env.get("PATH", os.defpath))
 
     def run(
         self,
@@ -88,10 +111,48 @@ class Runner:
         docstring for the bounds on time, memory and lifetime.
         """
         argv = list(argv)
+        limit = self.timeout if timeout is None else timeout
+        full_env = dict(env if env is not None else self.env)
+        started: Union[CmdResult, Tuple[subprocess.Popen, float], None] = None
+        if stdin_text is None and on_stdout_line is None and cancel is None and _STARTED:
+            with _LIVE_LOCK:
+                started = _STARTED.pop(_start_key(argv, limit, full_env), None)
+        if started is None:
+            started = self._spawn(argv, full_env, stdin_text is not None)
+        if isinstance(started, CmdResult):
+            return started
+        proc, start = started
+        try:
+            return _collect(argv, proc, limit, start, stdin_text, on_stdout_line, cancel)
+        finally:
+            _finish(proc)
+
+    def start(self, argv: Sequence[str], timeout: float | None = None, env: Mapping[str, str] | None = None) -> None:
+        """Start argv now, to be collected by the run() of the same argv, timeout and env that follows (a
+        prefetch: the command works while this process does something else). Its timeout counts from now;
+        one never collected is killed by :func:`discard_started` or at exit. Starts nothing for a command
+        that cannot start (run() then says why) or that is already waiting to be collected."""
+        argv = list(argv)
+        limit = self.timeout if timeout is None else timeout
+        full_env = dict(env if env is not None else self.env)
+        key = _start_key(argv, limit, full_env)
+        with _LIVE_LOCK:
+            if key in _STARTED:
+                return
+        started = self._spawn(argv, full_env, False)
+        if isinstance(started, CmdResult):
+            return
+        with _LIVE_LOCK:
+            if key in _STARTED:  # another thread started the same meanwhile
+                _finish(started[0])
+            else:
+                _STARTED[key] = started
+
+    def _spawn(self, argv: list, env: Dict[str, str], with_stdin: bool) -> Union[CmdResult, Tuple[subprocess.Popen, float]]:
+        """(the started process, its start time), or the CmdResult of a command that could not start."""
         exe = self.which(argv[0])
         if exe is None:
             return CmdResult(argv, "missing", reason=f"{argv[0]}: not found on PATH")
-        limit = self.timeout if timeout is None else timeout
         start = time.monotonic()
         with _LIVE_LOCK:  # held over the start, so shutdown() either sees this command or refuses it
             if _CLOSING.is_set():
@@ -99,26 +160,41 @@ class Runner:
             try:
                 proc = subprocess.Popen(
                     [exe, *argv[1:]],
-                    stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+                    stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
-                    env=dict(env if env is not None else self.env),
+                    env=env,
                     start_new_session=True,
                 )
             except OSError as exc:
                 return CmdResult(argv, "error", reason=f"{argv[0]}: cannot run: {exc.strerror or exc}")
             _LIVE.add(proc)
             _watchdog_send(f"+ {proc.pid}\n")
-        try:
-            return _collect(argv, proc, limit, start, stdin_text, on_stdout_line, cancel)
-        finally:
-            _end(proc)
-            for pipe in (proc.stdin, proc.stdout, proc.stderr):
-                if pipe is not None:
-                    try:
-                        pipe.close()
-                    except OSError:
-                        pass
+        return proc, start
+
+
+def _start_key(argv: list, limit: float, env: Dict[str, str]) -> tuple:
+    return tuple(argv), limit, tuple(sorted(env.items()))
+
+
+def _finish(proc: subprocess.Popen) -> None:
+    _end(proc)
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            try:
+                pipe.close()
+            except OSError:
+                pass
+
+
+def discard_started() -> int:
+    """Kill and reap every command start() began that no run() collected; how many there were."""
+    with _LIVE_LOCK:
+        left = [proc for proc, _ in _STARTED.values()]
+        _STARTED.clear()
+    for proc in left:
+        _finish(proc)
+    return len(left)
 
 
 class _Stream:
@@ -310,6 +386,7 @@ def _end(proc: subprocess.Popen) -> None:
 # a signal handler (main thread) may call kill_all() while the main thread itself is starting one.
 _LIVE: set = set()
 _LIVE_LOCK = threading.RLock()
+_STARTED: Dict[tuple, Tuple[subprocess.Popen, float]] = {}  # Runner.start()ed commands waiting for their run(): key -> (proc, start time)
 _CLOSING = threading.Event()
 
 

@@ -12,10 +12,11 @@ import mmap
 import os
 import stat
 import struct
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import IO, TYPE_CHECKING, Dict, List, Optional, Tuple, cast
 
 from envdoctor.binaries import Unreadable
+from envdoctor.records import dataclass
 
 if TYPE_CHECKING:
     from elftools.elf.dynamic import DynamicTag

@@ -26,10 +26,10 @@ is reported unreadable with the reason), never a read past the end.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from envdoctor.binaries import Unreadable
+from envdoctor.records import dataclass
 
 MAGIC = 0xBA55ED50
 MAGIC_BYTES = struct.pack("<I", MAGIC)

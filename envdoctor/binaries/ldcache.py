@@ -13,10 +13,10 @@ Formats, as glibc's sysdeps/generic/dl-cache.h defines them (little- or big-endi
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 from envdoctor.binaries import Unreadable
+from envdoctor.records import dataclass
 
 NEW_MAGIC = b"glibc-ld.so.cache1.1"
 OLD_MAGIC = b"ld.so-1.7.0"

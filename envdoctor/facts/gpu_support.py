@@ -7,10 +7,10 @@ matrices/cudnn.toml (each cuDNN range's minimum compute capability per CUDA majo
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Optional
 
 from envdoctor.knowledge.tables import driver_branch, normalize_cc, parse_version
+from envdoctor.records import dataclass
 
 __all__ = ["GpuSupportProblem", "cudnn_cap_for_gpu", "cudnn_supports_gpu", "driver_supports_gpu"]
 

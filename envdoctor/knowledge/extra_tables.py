@@ -9,12 +9,14 @@ Each row is frozen and carries ``source`` and ``verified`` like the other tables
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
+
+from envdoctor.records import dataclass
 
 STAGES = ("run", "install")
 SEVERITIES = ("error", "warning")

@@ -13,13 +13,15 @@ and arrays of tables (``[[release]]``, ``[[gpu]]`` ...).  Loading never raises:
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
+
+from envdoctor.lazyre import lazy_re
+from envdoctor.records import dataclass
 
 class _LazyToml:
     """tomllib (tomli before 3.11), imported only when a table's text is not in the parse cache."""
@@ -42,14 +44,14 @@ TABLES: Tuple[str, ...] = ("cuda_driver", "gpus", "pytorch", "tensorflow", "jax"
 
 # --------------------------------------------------------------------------- field kinds
 
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_SM = re.compile(r"^(sm|compute)_\d+[af]?$")
-_CC = re.compile(r"^\d+\.\d+$")
-_VARIANT = re.compile(r"^(cpu|cu\d{3}|rocm\d+(\.\d+)+)$")
+_DATE = lazy_re(r"^\d{4}-\d{2}-\d{2}$")
+_SM = lazy_re(r"^(sm|compute)_\d+[af]?$")
+_CC = lazy_re(r"^\d+\.\d+$")
+_VARIANT = lazy_re(r"^(cpu|cu\d{3}|rocm\d+(\.\d+)+)$")
 _KINDS_ENUM = ("cuda", "cpu", "rocm")
 _SEGMENTS = ("geforce", "geforce-laptop", "workstation", "workstation-laptop", "datacenter", "jetson", "desktop")
 _PLUGINS = ("cuda12", "cuda13")
-_GFX = re.compile(r"^gfx[0-9a-f]{3,4}$")
+_GFX = lazy_re(r"^gfx[0-9a-f]{3,4}$")
 
 
 def _is_version(x: Any) -> bool:
@@ -301,6 +303,19 @@ def cache_file(table: str, cache_dir: Optional[Path] = None) -> Path:
 # --------------------------------------------------------------------------- reading one file
 
 
+def sha256(data: bytes = b"") -> Any:
+    """hashlib.sha256, from CPython's own module when there is one: importing hashlib loads OpenSSL
+    (~3 ms of every start, issue 18); the digests are the same."""
+    try:
+        from _sha256 import sha256 as impl  # type: ignore[import-not-found]  # CPython <= 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256 as impl  # type: ignore[import-not-found,no-redef]  # CPython 3.12+
+        except ImportError:
+            from hashlib import sha256 as impl  # type: ignore[assignment]  # another Python: hashlib's
+    return impl(data)
+
+
 def parse_toml_cached(text: str, warnings: Optional[List[str]] = None) -> Dict[str, Any]:
     """tomllib.loads, memoised on disk by content hash.
 
@@ -313,14 +328,13 @@ def parse_toml_cached(text: str, warnings: Optional[List[str]] = None) -> Dict[s
     parsed again.  An unwritable cache only means parsing again.  Set
     ENVDOCTOR_NO_PARSE_CACHE=1 to bypass it.
     """
-    import hashlib
     import json
 
     from envdoctor.infile import Unreadable, read_text as read_input, safe_json_or_none, why
 
     if os.environ.get("ENVDOCTOR_NO_PARSE_CACHE"):
         return _toml.loads(text)
-    key = hashlib.sha256(text.encode("utf-8")).hexdigest()[:40]
+    key = sha256(text.encode("utf-8")).hexdigest()[:40]
     cached = default_cache_dir().parent / "parsed" / f"{key}.v2.json"  # v2: {"key", "data"}; older entries unread
     problem = ""
     try:
@@ -354,9 +368,9 @@ def parse_toml_cached(text: str, warnings: Optional[List[str]] = None) -> Dict[s
         pass
     return data
 
-_HEADER = re.compile(r"^\s*\[\[\s*([A-Za-z0-9_.\-]+)\s*\]\]")
-_TOP_KEY = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*=")
-_TOML_LINE = re.compile(r"line (\d+)")
+_HEADER = lazy_re(r"^\s*\[\[\s*([A-Za-z0-9_.\-]+)\s*\]\]")
+_TOP_KEY = lazy_re(r"^\s*([A-Za-z0-9_\-]+)\s*=")
+_TOML_LINE = lazy_re(r"line (\d+)")
 
 
 @dataclass

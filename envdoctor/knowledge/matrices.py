@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
@@ -31,6 +31,7 @@ from .tables import (
     normalize_os,
     parse_version,
 )
+from envdoctor.lazyre import lazy_re
 
 # Words that do not identify a GPU model (vendor / brand prefixes) ...
 _DROP = {"nvidia", "geforce", "tesla", "quadro", "corporation", "(r)", "(tm)"}
@@ -40,8 +41,8 @@ _NOISE = {
     "laptop", "gpu", "mobile", "notebook", "with", "max", "q", "maxq", "design", "lhr", "lite", "hash", "rate", "oem",
     "nvgpu", "dgxs", "ac",
 }
-_MEM = re.compile(r"^\d+(\.\d+)?(gb|g|mb|gib)$")
-_SPLIT = re.compile(r"[\s\-_/,()\[\]]+")
+_MEM = lazy_re(r"^\d+(\.\d+)?(gb|g|mb|gib)$")
+_SPLIT = lazy_re(r"[\s\-_/,()\[\]]+")
 
 
 def gpu_name_tokens(name: str) -> Tuple[str, ...]:
@@ -56,7 +57,7 @@ def _is_noise(token: str) -> bool:
 
 # AMD names (amd-smi MARKET_NAME, rocm-smi card model/series): vendor and brand words dropped
 _AMD_DROP = {"amd", "ati", "instinct", "radeon", "(tm)", "(r)", "graphics", "accelerator"}
-_GFX_TOKEN = re.compile(r"^gfx[0-9a-f]{3,4}$")
+_GFX_TOKEN = lazy_re(r"^gfx[0-9a-f]{3,4}$")
 
 
 def amd_name_tokens(name: str) -> Tuple[str, ...]:
@@ -412,10 +413,26 @@ class Matrices:
 
 
 def load_matrices(cache_dir: Optional[Path] = None, bundled_dir: Optional[Path] = None) -> Matrices:
-    """Load all tables: bundled data, overlaid by valid ``<cache_dir>/<table>.toml`` files.  Never raises."""
-    warnings: List[str] = []
+    """Load all tables: bundled data, overlaid by valid ``<cache_dir>/<table>.toml`` files.  Never raises.
+
+    The typed rows are kept in a compiled cache keyed by the hash of every table file read (see
+    :mod:`envdoctor.knowledge.compiled`): a hit reads them back without parsing or validating again.
+    """
+    from . import compiled
+
     bundled = Path(bundled_dir) if bundled_dir is not None else L.bundled_dir()
     cache = Path(cache_dir) if cache_dir is not None else L.default_cache_dir()
+    key, parts = compiled.lookup(bundled, cache)
+    if parts is None:
+        parts = _build_parts(bundled, cache)
+        if key is not None:
+            compiled.store(key, parts)
+    return Matrices(**dict(parts, warnings=list(parts["warnings"])))
+
+
+def _build_parts(bundled: Path, cache: Path) -> Dict[str, Any]:
+    """Matrices' keyword arguments, read, validated and built from the TOML tables."""
+    warnings: List[str] = []
     merged: Dict[str, L.MergedTable] = {}
     for table in L.TABLES:
         try:
@@ -447,7 +464,7 @@ def load_matrices(cache_dir: Optional[Path] = None, bundled_dir: Optional[Path] 
     amd_targets, amd_gpus = guarded("amd_gpus", lambda: L.build_amd_gpus(merged["amd_gpus"]), ([], []))
     table_collected = {t: m.collected for t, m in merged.items()}
     dates = [d for d in table_collected.values() if d]
-    return Matrices(
+    return dict(
         collected=min(dates) if dates else "",
         warnings=warnings,
         sources={t: m.source for t, m in merged.items()},

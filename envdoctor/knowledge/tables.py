@@ -7,8 +7,7 @@ Every row dataclass is frozen and carries ``source`` (where the fact was read, w
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -16,6 +15,8 @@ from packaging.version import InvalidVersion, Version
 
 from envdoctor.facts.versions import cc_tuple, normalize_cc, parse_version
 from envdoctor.facts.versions import major_minor as series
+from envdoctor.lazyre import lazy_re
+from envdoctor.records import dataclass
 
 __all__ = [
     "ArchInfo",
@@ -55,7 +56,7 @@ def normalize_os(value: object) -> Optional[str]:
     return None
 
 
-_ARCH_ENTRY = re.compile(r"^(sm|compute)_(\d+?)(\d)([af]?)$")
+_ARCH_ENTRY = lazy_re(r"^(sm|compute)_(\d+?)(\d)([af]?)$")
 
 
 def build_runs_on_cc(arch_list: Sequence[str], cc: object) -> Optional[bool]:

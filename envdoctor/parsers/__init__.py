@@ -22,6 +22,8 @@ import re
 import warnings
 from typing import Optional
 
+from envdoctor.lazyre import lazy_re
+
 # The most characters one parser call reads (probes cap captured output well below this).
 MAX_INPUT_CHARS = 16 * 1024 * 1024
 # The most digits a number may have: more is not a version, index, size or date of any tool here.
@@ -30,12 +32,12 @@ MAX_DIGITS = 12
 NUM = rf"[0-9]{{1,{MAX_DIGITS}}}"
 NUM_END = r"(?![0-9]|\.[0-9])"
 # A PCI bus id as nvidia-smi and /proc/driver/nvidia print it: 00000000:17:00.0, 0000:17:00.0.
-BUS_ID_RE = re.compile(r"^[0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$", re.ASCII)
+BUS_ID_RE = lazy_re(r"^[0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$", re.ASCII)
 
-_INT_RE = re.compile(r"[0-9]+", re.ASCII)
-_DOTTED_RE = re.compile(rf"{NUM}(?:\.{NUM})*", re.ASCII)
-_DOTTED_PREFIX_RE = re.compile(rf"{NUM}(?:\.{NUM})*(?![0-9])", re.ASCII)
-_FLOAT_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)", re.ASCII)
+_INT_RE = lazy_re(r"[0-9]+", re.ASCII)
+_DOTTED_RE = lazy_re(rf"{NUM}(?:\.{NUM})*", re.ASCII)
+_DOTTED_PREFIX_RE = lazy_re(rf"{NUM}(?:\.{NUM})*(?![0-9])", re.ASCII)
+_FLOAT_RE = lazy_re(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)", re.ASCII)
 
 
 class ParseError(ValueError):

@@ -12,12 +12,13 @@ from typing import Dict, List, Optional, Tuple
 
 from envdoctor.parsers import ascii_int, checked_text, dotted_version
 from envdoctor.parsers.nvidia_smi import _int_mib, parse_query_csv
+from envdoctor.lazyre import lazy_re
 
 COMPUTE_APPS_FIELDS = ("gpu_uuid", "pid", "process_name", "used_gpu_memory")
 GPU_MEMORY_FIELDS = ("index", "uuid", "memory.used", "memory.total", "utilization.gpu")
 
-_ARCH_RE = re.compile(r"^(compute|sm|lto)_([0-9]{2,4}[a-z]?)$", re.ASCII)
-_UUID_RE = re.compile(r"^(GPU|MIG)-[0-9A-Fa-f-]{8,}$", re.ASCII)
+_ARCH_RE = lazy_re(r"^(compute|sm|lto)_([0-9]{2,4}[a-z]?)$", re.ASCII)
+_UUID_RE = lazy_re(r"^(GPU|MIG)-[0-9A-Fa-f-]{8,}$", re.ASCII)
 
 
 def parse_compute_apps(text: Optional[str]) -> List[Dict[str, object]]:

@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Dict, Optional, Tuple
 
 from envdoctor.facts.versions import major_minor as _series
 from envdoctor.parsers import NUM, NUM_END, checked_text
+from envdoctor.lazyre import lazy_re
+from envdoctor.records import dataclass
 
 _VERSION = rf"{NUM}(?:\.{NUM}){{1,3}}"
-_VERSION_RE = re.compile(rf"^{_VERSION}$", re.ASCII)
+_VERSION_RE = lazy_re(rf"^{_VERSION}$", re.ASCII)
 
 
 def _clean_version(value: object) -> Optional[str]:
@@ -88,7 +90,7 @@ def parse_version_json(text: Optional[str]) -> Optional[VersionJson]:
     return out
 
 
-_VERSION_TXT_RE = re.compile(rf"CUDA\s+Version\s+({_VERSION}){NUM_END}", re.ASCII)
+_VERSION_TXT_RE = lazy_re(rf"CUDA\s+Version\s+({_VERSION}){NUM_END}", re.ASCII)
 
 
 def parse_version_txt(text: Optional[str]) -> Optional[str]:
@@ -99,7 +101,7 @@ def parse_version_txt(text: Optional[str]) -> Optional[str]:
     return m.group(1) if m else None
 
 
-_CUDA_H_RE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+CUDA_VERSION[ \t]+([0-9]{4,6})\b", re.MULTILINE | re.ASCII)
+_CUDA_H_RE = lazy_re(r"^[ \t]*#[ \t]*define[ \t]+CUDA_VERSION[ \t]+([0-9]{4,6})\b", re.MULTILINE | re.ASCII)
 
 
 def parse_cuda_h(text: Optional[str]) -> Optional[str]:
@@ -123,7 +125,7 @@ class NvccVersion:
     version: str  # "13.0.88" (the V... part), or the release when nvcc printed none
 
 
-_NVCC_RE = re.compile(rf"Cuda compilation tools,\s*release\s+({NUM}\.{NUM}){NUM_END}(?:,\s*V({_VERSION}){NUM_END})?", re.ASCII)
+_NVCC_RE = lazy_re(rf"Cuda compilation tools,\s*release\s+({NUM}\.{NUM}){NUM_END}(?:,\s*V({_VERSION}){NUM_END})?", re.ASCII)
 
 
 def parse_nvcc_version(text: Optional[str]) -> Optional[NvccVersion]:
@@ -137,7 +139,7 @@ def parse_nvcc_version(text: Optional[str]) -> Optional[NvccVersion]:
     return NvccVersion(release=release, version=m.group(2) or release)
 
 
-_DIST_INFO_RE = re.compile(rf"^([A-Za-z0-9][A-Za-z0-9._]*?)-({_VERSION})(?:[.+][A-Za-z0-9.+]*)?\.dist-info$", re.ASCII)
+_DIST_INFO_RE = lazy_re(rf"^([A-Za-z0-9][A-Za-z0-9._]*?)-({_VERSION})(?:[.+][A-Za-z0-9.+]*)?\.dist-info$", re.ASCII)
 
 
 def parse_dist_info_name(name: Optional[str]) -> Optional[Tuple[str, str]]:
@@ -151,7 +153,7 @@ def parse_dist_info_name(name: Optional[str]) -> Optional[Tuple[str, str]]:
     return dist, m.group(2)
 
 
-_CONDA_META_RE = re.compile(rf"^([a-z0-9][a-z0-9_.-]*?)-({_VERSION})-[^-]+\.json$", re.ASCII)
+_CONDA_META_RE = lazy_re(rf"^([a-z0-9][a-z0-9_.-]*?)-({_VERSION})-[^-]+\.json$", re.ASCII)
 
 
 def parse_conda_meta_name(name: Optional[str]) -> Optional[Tuple[str, str]]:

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
 from typing import Iterable, Optional, Tuple
 
 from envdoctor.parsers import NUM, checked_text, python_ast
+from envdoctor.lazyre import lazy_re
+from envdoctor.records import dataclass
 
 
 @dataclass
@@ -69,7 +70,7 @@ def parse_jax_version_file(text: Optional[str]) -> Optional[JaxVersionInfo]:
     return JaxVersionInfo(version=version, base_version=base, release_version=release, git_hash=s("_git_hash"))
 
 
-_LABEL_RE = re.compile(rf"^(cuda|rocm)({NUM})(?:[._]cudnn({NUM}))?$", re.ASCII)
+_LABEL_RE = lazy_re(rf"^(cuda|rocm)({NUM})(?:[._]cudnn({NUM}))?$", re.ASCII)
 
 
 def _dotted(digits: str) -> str:
@@ -103,7 +104,7 @@ def jaxlib_label_build(version: Optional[str]) -> Tuple[str, Optional[str], Opti
     return ("rocm", None, None, _dotted(digits))
 
 
-_PLUGIN_RE = re.compile(rf"^jax-(cuda|rocm)({NUM})-(plugin|pjrt)$", re.ASCII)
+_PLUGIN_RE = lazy_re(rf"^jax-(cuda|rocm)({NUM})-(plugin|pjrt)$", re.ASCII)
 
 
 def plugin_dist(name: str) -> Optional[Tuple[str, str, str]]:

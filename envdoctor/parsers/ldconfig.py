@@ -8,12 +8,13 @@ contract is in envdoctor/parsers/__init__.py.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from envdoctor.parsers import checked_text
+from envdoctor.lazyre import lazy_re
+from envdoctor.records import dataclass
 
-_LINE_RE = re.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s*=>\s*(\S.*?)\s*$")
+_LINE_RE = lazy_re(r"^\s*(\S+)\s+\(([^)]*)\)\s*=>\s*(\S.*?)\s*$")
 
 
 @dataclass

@@ -10,8 +10,9 @@ import re
 from typing import Optional, Tuple
 
 from envdoctor.parsers import NUM
+from envdoctor.lazyre import lazy_re
 
-_LIB_RE = re.compile(rf"^(lib[A-Za-z0-9_+\-]*?)\.so((?:\.{NUM})*)$", re.ASCII)
+_LIB_RE = lazy_re(rf"^(lib[A-Za-z0-9_+\-]*?)\.so((?:\.{NUM})*)$", re.ASCII)
 
 
 def split_libname(filename: Optional[str]) -> Optional[Tuple[str, Optional[str]]]:

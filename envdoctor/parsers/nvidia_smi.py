@@ -23,34 +23,36 @@ The "MIG devices:" and "Processes:" tables are never taken for GPUs.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Dict, List, Optional, Sequence
 
 from envdoctor.parsers import BUS_ID_RE, NUM, NUM_END, ascii_float, ascii_int, checked_text
+from envdoctor.lazyre import lazy_re
+from envdoctor.records import dataclass
 
-_DRIVER_VERSION_RE = re.compile(rf"^{NUM}(?:\.{NUM}){{1,3}}$", re.ASCII)
-_CUDA_VERSION_RE = re.compile(rf"^{NUM}\.{NUM}(?:\.{NUM})?$", re.ASCII)
-_COMPUTE_CAP_RE = re.compile(rf"^{NUM}\.{NUM}$", re.ASCII)
-_UUID_RE = re.compile(r"^(GPU|MIG)-[0-9A-Za-z-]+$", re.ASCII)
+_DRIVER_VERSION_RE = lazy_re(rf"^{NUM}(?:\.{NUM}){{1,3}}$", re.ASCII)
+_CUDA_VERSION_RE = lazy_re(rf"^{NUM}\.{NUM}(?:\.{NUM})?$", re.ASCII)
+_COMPUTE_CAP_RE = lazy_re(rf"^{NUM}\.{NUM}$", re.ASCII)
+_UUID_RE = lazy_re(r"^(GPU|MIG)-[0-9A-Za-z-]+$", re.ASCII)
 
 # Banner header fields. "Driver Version :" also matches the `nvidia-smi -q` log format.
-_SMI_VERSION_RE = re.compile(rf"NVIDIA-SMI\s+({NUM}(?:\.{NUM})+){NUM_END}", re.ASCII)
-_DRIVER_RE = re.compile(r"(?:Driver|KMD) Version\s*:\s*(\S+)")
-_CUDA_RE = re.compile(r"CUDA (?:UMD )?Version\s*:\s*(\S+)")
+_SMI_VERSION_RE = lazy_re(rf"NVIDIA-SMI\s+({NUM}(?:\.{NUM})+){NUM_END}", re.ASCII)
+_DRIVER_RE = lazy_re(r"(?:Driver|KMD) Version\s*:\s*(\S+)")
+_CUDA_RE = lazy_re(r"CUDA (?:UMD )?Version\s*:\s*(\S+)")
 
 # One GPU row: "|   0  NVIDIA A10G     On  |   00000000:00:1E.0 Off |" (the Persistence-M or
 # TCC/WDDM word ends the name cell, the PCI bus id starts the next one).
-_GPU_ROW_RE = re.compile(
+_GPU_ROW_RE = lazy_re(
     r"^\|\s*(?P<index>[0-9]+)\s+(?P<name>\S.*?)\s+(?P<mode>On|Off|N/A|WDDM|TCC|MCDM)\s*"
     r"\|\s*(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\b",
     re.ASCII,
 )
-_MEMORY_RE = re.compile(r"([0-9]+)\s*MiB\s*/\s*([0-9]+)\s*MiB", re.ASCII)
+_MEMORY_RE = lazy_re(r"([0-9]+)\s*MiB\s*/\s*([0-9]+)\s*MiB", re.ASCII)
 
 # CSV values that mean "no value".
 _NA_VALUES = {"", "n/a", "[n/a]", "[not supported]", "not supported", "[unknown error]", "[insufficient permissions]",
               "[gpu is lost]", "[gpu requires reset]", "[unknown]"}
-_UNIT_SUFFIX_RE = re.compile(r"^(-?[0-9]+(?:\.[0-9]+)?)\s*(?:MiB|MB|GiB|W|MHz|%|C|KB/s)$", re.ASCII)
+_UNIT_SUFFIX_RE = lazy_re(r"^(-?[0-9]+(?:\.[0-9]+)?)\s*(?:MiB|MB|GiB|W|MHz|%|C|KB/s)$", re.ASCII)
 
 
 @dataclass
@@ -213,7 +215,7 @@ _FAILURES = (
     ("nvml_failed", "unable to determine the device handle"),
     ("nvml_failed", "gpu is lost"),
 )
-_NVML_LIB_RE = re.compile(rf"NVML library version:\s*({NUM}(?:\.{NUM})+){NUM_END}", re.ASCII)
+_NVML_LIB_RE = lazy_re(rf"NVML library version:\s*({NUM}(?:\.{NUM})+){NUM_END}", re.ASCII)
 
 
 def detect_failure(text: Optional[str]) -> Optional[SmiFailure]:

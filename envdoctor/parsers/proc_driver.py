@@ -17,13 +17,15 @@ envdoctor/parsers/__init__.py.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Dict, Optional
 
 from envdoctor.parsers import BUS_ID_RE, NUM, NUM_END, ascii_int, checked_text
+from envdoctor.lazyre import lazy_re
+from envdoctor.records import dataclass
 
-_VERSION_RE = re.compile(rf"^{NUM}(?:\.{NUM}){{1,3}}$", re.ASCII)
-_UUID_RE = re.compile(r"^GPU-[0-9A-Za-z-]+$", re.ASCII)
+_VERSION_RE = lazy_re(rf"^{NUM}(?:\.{NUM}){{1,3}}$", re.ASCII)
+_UUID_RE = lazy_re(r"^GPU-[0-9A-Za-z-]+$", re.ASCII)
 
 _ARCHES = ("x86_64", "aarch64", "ppc64le", "ppc64", "arm64", "armv7l", "sbsa", "s390x", "x86")
 

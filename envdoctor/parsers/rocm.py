@@ -18,6 +18,7 @@ from typing import Dict, List, Optional
 
 from envdoctor.parsers import NUM, ascii_int, checked_text
 from envdoctor.parsers.cudnn_header import define_int
+from envdoctor.lazyre import lazy_re
 
 _VERSION = rf"{NUM}\.{NUM}(?:\.{NUM})?"
 
@@ -116,7 +117,7 @@ def _from_csv(text: str) -> List[str]:
     return out
 
 
-_TEXT_RE = re.compile(rf"^\s*GPU\[({NUM})\]\s*:\s*([^:]+?)\s*:\s*(.*?)\s*$", re.ASCII)
+_TEXT_RE = lazy_re(rf"^\s*GPU\[({NUM})\]\s*:\s*([^:]+?)\s*:\s*(.*?)\s*$", re.ASCII)
 
 
 def _from_text(text: str) -> List[str]:

@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, List, Optional
 
 from envdoctor.parsers import NUM, checked_text, dotted_version, python_ast
+from envdoctor.lazyre import lazy_re
+from envdoctor.records import dataclass
 
 
 @dataclass
@@ -111,7 +113,7 @@ def _collect(text: str) -> Optional[Dict[str, Any]]:
     return loose if loose else None
 
 
-_WIN_RE = re.compile(rf"^64_({NUM})$", re.ASCII)
+_WIN_RE = lazy_re(rf"^64_({NUM})$", re.ASCII)
 
 
 def normalize_cuda_version(value: Any) -> Optional[str]:

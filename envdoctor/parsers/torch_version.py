@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 from envdoctor.parsers import NUM, checked_text, dotted_version, python_ast
+from envdoctor.lazyre import lazy_re
+from envdoctor.records import dataclass
 
 _NAMES = ("__version__", "cuda", "hip", "rocm", "xpu", "git_version", "debug")
 
@@ -67,7 +68,7 @@ def _constant_assignments(text: str) -> Dict[str, object]:
     return out
 
 
-_ASSIGN_RE = re.compile(
+_ASSIGN_RE = lazy_re(
     r"^(__version__|cuda|hip|rocm|xpu|git_version|debug)\s*(?::[^=\n]*)?=\s*(?:'([^'\n]*)'|\"([^\"\n]*)\"|(None|True|False))\s*$",
     re.M | re.ASCII,
 )
@@ -99,8 +100,8 @@ def local_label(version: Optional[str]) -> Optional[str]:
     return label or None
 
 
-_CU_RE = re.compile(r"^cu([0-9]{2,3})$", re.ASCII)
-_ROCM_RE = re.compile(rf"^rocm({NUM}(?:\.{NUM})*)$", re.ASCII)
+_CU_RE = lazy_re(r"^cu([0-9]{2,3})$", re.ASCII)
+_ROCM_RE = lazy_re(rf"^rocm({NUM}(?:\.{NUM})*)$", re.ASCII)
 
 
 def cuda_from_cu_tag(tag: str) -> Optional[str]:

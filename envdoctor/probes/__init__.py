@@ -9,15 +9,15 @@ only BadInput (something the user named, like `--python`, is unusable) ends the 
 from __future__ import annotations
 
 import datetime
+import os
 import time
-from concurrent.futures import ThreadPoolExecutor
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from envdoctor import __version__
 from envdoctor.errors import BadInput
-from envdoctor.probes.base import ProbeContext, ProbeFn, ProbeSkipped, ProbeUnknown
+from envdoctor.probes.base import ProbeContext, ProbeFn, ProbeSkipped, ProbeUnknown, parallel_map
 from envdoctor.snapshot import ProbeStatus, Snapshot
-from envdoctor.subproc import kill_all
+from envdoctor.subproc import discard_started, kill_all
 
 
 def _stages() -> List[List[Tuple[str, ProbeFn]]]:
@@ -65,6 +65,24 @@ def _run_one(name: str, fn: ProbeFn, ctx: ProbeContext, snap: Snapshot) -> Probe
     return status
 
 
+def prefetch(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Optional[str], timeout: float) -> None:
+    """Start now the commands the probes of a live run will run first (the Python helper for --python, the
+    compilers' --version, ldconfig -p), so that they work while the caller imports the rules and loads the
+    data; the probes then collect them (subproc.Runner.start). Takes obtain_snapshot's arguments and builds
+    the same context it will; nothing for --snapshot or --root. Never raises: whatever goes wrong here is
+    found again, and reported, by the probe itself; a command no probe collects is killed when they end."""
+    if snapshot_file or root_dir:
+        return
+    from envdoctor.probes import host, pyenv
+
+    ctx = ProbeContext(env=dict(os.environ), timeout=timeout, target_python=python_path)
+    for start in (pyenv.prefetch, host.prefetch, lambda c: c.runner.start(["ldconfig", "-p"], timeout=c.timeout)):
+        try:
+            start(ctx)
+        except Exception:  # noqa: BLE001 - the probe says it properly, later
+            pass
+
+
 def run_probes(ctx: ProbeContext, stages: Sequence[Sequence[Tuple[str, ProbeFn]]] | None = None) -> Snapshot:
     snap = Snapshot(
         envdoctor_version=__version__,
@@ -73,16 +91,13 @@ def run_probes(ctx: ProbeContext, stages: Sequence[Sequence[Tuple[str, ProbeFn]]
     )
     statuses: List[ProbeStatus] = []
     for stage in stages if stages is not None else _stages():
-        pool = ThreadPoolExecutor(max_workers=max(1, len(stage)))
         try:
-            futures = [pool.submit(_run_one, name, fn, ctx, snap) for name, fn in stage]
-            statuses.extend(f.result() for f in futures)
+            statuses.extend(parallel_map(lambda probe: _run_one(probe[0], probe[1], ctx, snap), stage))
             snap.probes = list(statuses)  # a later stage can tell a skipped earlier probe from a failed one
         except KeyboardInterrupt:
             kill_all()  # the probes' commands run in their own sessions: end them now, not at their timeouts
             raise
-        finally:
-            pool.shutdown(wait=True)
+    discard_started()  # prefetched commands no probe asked for (another --python, a changed PATH)
     if ctx.root.unreadable:  # a FIFO or device where a system file should be: said, never read (fsroot)
         statuses.append(ProbeStatus("files", "unknown", "not read: " + "; ".join(
             f"{path} ({why})" for path, why in sorted(ctx.root.unreadable.items()))))
@@ -90,4 +105,4 @@ def run_probes(ctx: ProbeContext, stages: Sequence[Sequence[Tuple[str, ProbeFn]]
     return snap
 
 
-__all__ = ["ProbeContext", "ProbeSkipped", "ProbeUnknown", "run_probes"]
+__all__ = ["ProbeContext", "ProbeSkipped", "ProbeUnknown", "prefetch", "run_probes"]

@@ -7,6 +7,8 @@
 # Constraints: standard library only, no envdoctor imports, runs on Python 3.6+ (so no
 # `from __future__ import annotations`, no walrus, no f-string `=`), prints one line:
 #     @@ENVDOCTOR-PYENV@@ {json}
+# It imports neither json nor re (nor platform, which imports re): in a plain venv those are most of
+# the helper's own time, and it runs in every check (issue 18). `dumps` writes the JSON itself.
 import sys
 
 if __name__ == "__main__":
@@ -14,9 +16,7 @@ if __name__ == "__main__":
     # importing anything, so that a json.py or re.py lying in the user's cwd is never picked up.
     sys.path[:] = [p for p in sys.path if p not in ("", ".")]
 
-import json  # noqa: E402
 import os  # noqa: E402
-import re  # noqa: E402
 
 MARKER = "@@ENVDOCTOR-PYENV@@ "
 MAX_FILE = 64 * 1024
@@ -47,14 +47,68 @@ TF_FILES = ["tensorflow/python/platform/build_info.py"]
 # folders inside a distribution's package that may bundle CUDA libraries (older torch wheels: torch/lib/libcudnn.so.8,
 # libcudart-<hash>.so.11.0); only the file names are listed, at most MAX_BUNDLED of them
 BUNDLE_DIRS = {"torch": ["torch/lib"], "jaxlib": ["jaxlib/cuda", "jaxlib/lib"]}
-BUNDLED_RE = re.compile(r"^lib(cudnn|cublas|cublasLt|cudart|nccl|nvrtc|nvJitLink|cufft|curand|cusolver|cusparse)"
-                        r"([-_.].*)?\.so(\.[0-9.]+)?$")
+BUNDLED_FAMILIES = ("cudnn", "cublas", "cublasLt", "cudart", "nccl", "nvrtc", "nvJitLink", "cufft", "curand", "cusolver",
+                    "cusparse")
 MAX_BUNDLED = 64
 CUPY_FILES = ["cupy/_version.py"]
 
 
 def normalize(name):
-    return re.sub(r"[-_.]+", "-", name).lower()
+    """PEP 503: runs of "-", "_", "." become one "-", lower case (re.sub(r"[-_.]+", "-", name).lower())."""
+    text = name.replace("_", "-").replace(".", "-")
+    while "--" in text:
+        text = text.replace("--", "-")
+    return text.lower()
+
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+
+
+def _string(text):
+    """A JSON string as json.dumps(text, ensure_ascii=True) writes it."""
+    if text.isprintable() and '"' not in text and "\\" not in text:
+        try:
+            text.encode("ascii")
+            return '"' + text + '"'  # nothing to escape (the common case: names, versions, paths)
+        except UnicodeEncodeError:
+            pass
+    out = ['"']
+    for ch in text:
+        code = ord(ch)
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif 0x20 <= code < 0x7F:
+            out.append(ch)
+        elif code > 0xFFFF:
+            code -= 0x10000
+            out.append("\\u%04x\\u%04x" % (0xD800 | (code >> 10), 0xDC00 | (code & 0x3FF)))
+        else:
+            out.append("\\u%04x" % code)
+    out.append('"')
+    return "".join(out)
+
+
+def dumps(value):
+    """json.dumps(value, ensure_ascii=True, sort_keys=True) for str, int, bool, None, float, lists and dicts."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return _string(value)
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}[repr(value)]
+        return float.__repr__(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(dumps(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(_string(str(k)) + ": " + dumps(value[k]) for k in sorted(value)) + "}"
+    raise TypeError("not JSON: %r" % type(value))
 
 
 def relevant(norm, listed=False):
@@ -77,11 +131,13 @@ def files_for(norm):
         return CUPY_FILES
     if norm.startswith("onnxruntime"):
         return FILES["onnxruntime"]
-    m = re.match(r"^jax-(cuda|rocm)(\d+)-(plugin|pjrt)$", norm)
-    if m:
-        if m.group(3) == "plugin":
-            return ["jax_%s%s_plugin/version.py" % (m.group(1), m.group(2))]
-        return ["jax_plugins/xla_%s%s/version.py" % (m.group(1), m.group(2))]
+    parts = norm.split("-")  # jax-(cuda|rocm)N-(plugin|pjrt)
+    if len(parts) == 3 and parts[0] == "jax" and parts[1][:4] in ("cuda", "rocm") and parts[2] in ("plugin", "pjrt"):
+        kind, number = parts[1][:4], parts[1][4:]
+        if number and all("0" <= c <= "9" for c in number):
+            if parts[2] == "plugin":
+                return ["jax_%s%s_plugin/version.py" % (kind, number)]
+            return ["jax_plugins/xla_%s%s/version.py" % (kind, number)]
     return []
 
 
@@ -203,6 +259,30 @@ def find_file(rel, location, search_path):
     return None
 
 
+def _so_tail(rest):
+    """Whether `rest` matches ([-_.].*)?\\.so(\\.[0-9.]+)?$ (no re: see the top)."""
+    i = rest.find(".so")
+    while i >= 0:
+        head, tail = rest[:i], rest[i + 3:]
+        if tail.endswith("\n"):  # $ also matches before a final newline
+            tail = tail[:-1]
+        if (not head or head[0] in "-_.") and "\n" not in head and (
+                not tail or (tail[0] == "." and len(tail) > 1 and all(c in "0123456789." for c in tail[1:]))):
+            return True
+        i = rest.find(".so", i + 1)
+    return False
+
+
+def is_bundled_lib(name):
+    """lib(cudnn|cublas|...)([-_.].*)?.so(.[0-9.]+)?: a CUDA library file name (libcudart-1b2c.so.11.0)."""
+    if not name.startswith("lib"):
+        return False
+    for family in BUNDLED_FAMILIES:
+        if name.startswith(family, 3) and _so_tail(name[3 + len(family):]):
+            return True
+    return False
+
+
 def bundled_libs(norm, location, search_path):
     """Paths of the CUDA libraries a distribution's own package folders hold (names only, nothing opened)."""
     out = []  # type: list[str]  # a type comment: the helper runs on Python 3.6+
@@ -217,7 +297,7 @@ def bundled_libs(norm, location, search_path):
             except OSError:
                 names = []
             for name in names:
-                if BUNDLED_RE.match(name) and len(out) < MAX_BUNDLED:
+                if is_bundled_lib(name) and len(out) < MAX_BUNDLED:
                     out.append(os.path.join(d, name))
             break
     return out
@@ -238,9 +318,18 @@ def site_dirs():
     return out
 
 
+def python_version(implementation=False):
+    """platform.python_version() (or python_implementation().lower()), without importing platform: the
+    first word of sys.version is that version ("3.11.7", "3.13.0rc1")."""
+    words = sys.version.split()
+    if implementation or not words:
+        import platform
+        return platform.python_implementation().lower() if implementation else platform.python_version()
+    return words[0]
+
+
 def collect(path_entries):
     """The report as a dict, from the distributions on `path_entries` (sys.path of the target)."""
-    import platform
     import sysconfig
 
     search_path = [p for p in path_entries if p and os.path.isdir(p)]
@@ -285,8 +374,8 @@ def collect(path_entries):
     result = {
         "helper": 1,
         "executable": sys.executable,
-        "version": platform.python_version(),
-        "implementation": impl.name if impl is not None else platform.python_implementation().lower(),
+        "version": python_version(),
+        "implementation": impl.name if impl is not None else python_version(implementation=True),
         "prefix": sys.prefix,
         "base_prefix": getattr(sys, "base_prefix", sys.prefix),
         "real_prefix": getattr(sys, "real_prefix", None),
@@ -300,7 +389,7 @@ def collect(path_entries):
 
 def main():
     result = collect(list(sys.path))
-    out = MARKER + json.dumps(result, ensure_ascii=True, sort_keys=True) + "\n"
+    out = MARKER + dumps(result) + "\n"
     stream = getattr(sys.stdout, "buffer", None)
     if stream is not None:
         stream.write(out.encode("ascii"))

@@ -12,10 +12,8 @@ file, default dirs). Answers (and each RECORD's parse) are cached per (path, siz
 """
 from __future__ import annotations
 
-import csv
 import os
 import posixpath
-import re
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
@@ -29,8 +27,9 @@ from envdoctor.parsers.cuda_version import parse_dist_info_name
 from envdoctor.probes.base import ProbeContext, ProbeSkipped, ProbeUnknown
 from envdoctor.probes.toolkits import resolve_path, site_package_dirs
 from envdoctor.snapshot import Binaries, CudaBinary, Evidence, LinkedLibrary, Snapshot, UnreadableBinary
+from envdoctor.lazyre import lazy_re
 
-SO_RE = re.compile(r"\.so(\.\d+)*$")
+SO_RE = lazy_re(r"\.so(\.\d+)*$")
 MAX_RECORD = 32 * 1024 * 1024
 MAX_FILES = 50_000
 MAX_WALK = 20_000  # directory entries visited outside every RECORD
@@ -81,7 +80,12 @@ def _read_record(path: str) -> Tuple[List[str], List[str]]:
         end = text.find("\n", pos)
         end = len(text) if end < 0 else end
         line = text[start:end]
-        row = next(csv.reader([line]), []) if line.startswith('"') else [line.split(",", 1)[0]]
+        if line.startswith('"'):  # a quoted RECORD path, rare: csv imported only then
+            import csv
+
+            row = next(csv.reader([line]), [])
+        else:
+            row = [line.split(",", 1)[0]]
         if row and SO_RE.search(row[0]) and (not shared or shared[-1] != row[0]):
             shared.append(row[0])
         pos = text.find(".so", end)

@@ -3,14 +3,20 @@ model and the instruction-set flags framework builds assume (AVX/AVX2/FMA; AVX-5
 cmake / ninja versions extension builds use. The four version commands run in parallel, each bounded."""
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 from envdoctor.parsers.breadth import parse_cpuinfo, parse_tool_version
 from envdoctor.probes._parsed import parsed
-from envdoctor.probes.base import ProbeContext
+from envdoctor.probes.base import ProbeContext, parallel_map
 from envdoctor.snapshot import Evidence, Snapshot
 
 TOOLS = ("gcc", "clang", "cmake", "ninja")
+
+
+def prefetch(ctx: ProbeContext) -> None:
+    """Start the compilers' --version now (Runner.start): probe() collects them."""
+    if ctx.root.is_live:
+        for tool in TOOLS:
+            if ctx.runner.which(tool):
+                ctx.runner.start([tool, "--version"], timeout=ctx.timeout)
 
 
 def probe(ctx: ProbeContext, snap: Snapshot) -> None:
@@ -25,8 +31,7 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
     found = [t for t in TOOLS if runner.which(t)]
     if not found:
         return
-    with ThreadPoolExecutor(max_workers=len(found)) as pool:
-        results = list(pool.map(lambda t: runner.run([t, "--version"], timeout=ctx.timeout), found))
+    results = parallel_map(lambda t: runner.run([t, "--version"], timeout=ctx.timeout), found)
     for tool, res in zip(found, results):
         if res.status != "ok":
             h.evidence.append(Evidence(f"cmd:{tool} --version", res.reason[:200]))

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from typing import Dict, List, Tuple
 
 from envdoctor.probes.base import ProbeContext, ProbeSkipped
 from envdoctor.snapshot import CondaPackage, Evidence, Snapshot
+from envdoctor.lazyre import lazy_re
 
 MAX_META_FILES = 4096
 MAX_META_BYTES = 8 * 1024 * 1024
-RELEVANT = re.compile(r"^(cudatoolkit|cuda-[a-z0-9-]+|cudnn|nccl|pytorch(-cuda|-gpu|-cpu)?|libtorch|torchvision|"
+RELEVANT = lazy_re(r"^(cudatoolkit|cuda-[a-z0-9-]+|cudnn|nccl|pytorch(-cuda|-gpu|-cpu)?|libtorch|torchvision|"
                       r"tensorflow(-gpu|-base)?|jax|jaxlib|cupy|numpy|numpy-base)-[^-]+-[^-]+\.json$")
 
 

@@ -14,11 +14,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional, Tuple
 
 from envdoctor.parsers.breadth import parse_jsonc
-from envdoctor.probes.base import ProbeContext, ProbeSkipped
+from envdoctor.probes.base import ProbeContext, ProbeSkipped, parallel_map
 from envdoctor.snapshot import Evidence, Kernel, Snapshot
 
 MAX_KERNELS = 64
@@ -214,8 +213,7 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
         if ctx.kernels:
             todo.setdefault(resolved, []).append(k)
     if todo:
-        with ThreadPoolExecutor(max_workers=min(4, len(todo))) as pool:
-            answers = dict(zip(todo, pool.map(lambda exe: _read_env(exe, ctx), list(todo))))
+        answers = dict(zip(todo, parallel_map(lambda exe: _read_env(exe, ctx), list(todo), max_workers=4)))
         for exe, (env, reason) in answers.items():
             for k in todo[exe]:
                 if env is None:

@@ -24,6 +24,7 @@ from envdoctor.probes._parsed import parsed
 from envdoctor.probes.base import ProbeContext
 from envdoctor.probes.toolkits import is_dir, is_file, read_text, resolve_path
 from envdoctor.snapshot import Evidence, Library, Loader, Snapshot
+from envdoctor.lazyre import lazy_re
 
 LIB_NAMES = ("libcudart", "libcudnn", "libcublas", "libnccl", "libcuda", "libnvrtc", "libcusparse", "libnvJitLink")
 
@@ -37,9 +38,9 @@ GPU_ENV_NAMES = (
 )
 GPU_ENV_PREFIXES = ("TF_", "CUDA_", "NCCL_")
 # never copy a credential into a snapshot, whatever its prefix
-_SECRET_RE = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
+_SECRET_RE = lazy_re(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
 # Terraform also uses TF_*: its variables (TF_VAR_* may hold secrets) are not TensorFlow's
-_TERRAFORM_RE = re.compile(
+_TERRAFORM_RE = lazy_re(
     r"^TF_(VAR_|CLI_|TOKEN_|LOG|INPUT$|DATA_DIR$|WORKSPACE$|IN_AUTOMATION$|REGISTRY_|PLUGIN_|STATE_|IGNORE$)"
 )
 

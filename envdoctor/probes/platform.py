@@ -7,6 +7,7 @@ import re
 
 from envdoctor.probes.base import ProbeContext
 from envdoctor.snapshot import Evidence, Platform, Snapshot
+from envdoctor.lazyre import lazy_re
 
 
 def parse_os_release(text: str) -> dict:
@@ -50,7 +51,7 @@ def container_hint(root, env) -> str | None:
     return None
 
 
-_LIBC_RE = re.compile(r"libc-([0-9]{1,6}\.[0-9]{1,6})\.so$")
+_LIBC_RE = lazy_re(r"libc-([0-9]{1,6}\.[0-9]{1,6})\.so$")
 
 
 def probe(ctx: ProbeContext, snap: Snapshot) -> None:

@@ -26,12 +26,13 @@ from envdoctor.probes.base import ProbeContext, ProbeSkipped, ProbeUnknown
 from envdoctor.parsers.libname import split_libname
 from envdoctor.snapshot import Evidence, Framework, Library, PythonEnv, Snapshot
 from envdoctor.subproc import Runner
+from envdoctor.lazyre import lazy_re
 
 HELPER_PATH = Path(__file__).with_name("_pyenv_helper.py")
 MARKER = helper.MARKER.strip()
 EXCERPT_MAX = 600
 
-_TF_FRAMEWORK_DISTS = re.compile(r"^(tensorflow(-(cpu|gpu|intel|macos|rocm|aarch64))?|tf-nightly(-(cpu|gpu))?)$")
+_TF_FRAMEWORK_DISTS = lazy_re(r"^(tensorflow(-(cpu|gpu|intel|macos|rocm|aarch64))?|tf-nightly(-(cpu|gpu))?)$")
 
 
 # -- finding and running the target interpreter ------------------------------------
@@ -71,11 +72,24 @@ def _helper_env(env: Any) -> Dict[str, str]:
     return out
 
 
+def _helper_command(python: str, runner: Runner, timeout: Optional[float]) -> Tuple[List[str], float, Dict[str, str]]:
+    limit = runner.timeout * 2 if timeout is None else timeout
+    return [python, "-c", HELPER_PATH.read_text(encoding="utf-8")], limit, _helper_env(runner.env)
+
+
+def prefetch(ctx: ProbeContext) -> None:
+    """Start the helper for an explicit --python now (Runner.start): probe() collects it. BadInput for a
+    --python that is no interpreter is left to probe()."""
+    python, explicit, _ = resolve_target(ctx)
+    if explicit:
+        argv, limit, env = _helper_command(_check_path(python), ctx.runner, None)
+        ctx.runner.start(argv, timeout=limit, env=env)
+
+
 def run_helper(python: str, runner: Runner, timeout: Optional[float] = None) -> Tuple[Optional[dict], str]:
     """Run the helper in `python`. Returns (data, "") or (None, one-line reason)."""
-    limit = runner.timeout * 2 if timeout is None else timeout
-    source = HELPER_PATH.read_text(encoding="utf-8")
-    result = runner.run([python, "-c", source], timeout=limit, env=_helper_env(runner.env))
+    argv, limit, env = _helper_command(python, runner, timeout)
+    result = runner.run(argv, timeout=limit, env=env)
     if result.status == "missing":
         return None, "not found" + (" on PATH" if os.sep not in python else "")
     if result.status == "timeout":

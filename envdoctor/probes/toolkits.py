@@ -21,7 +21,7 @@ import os
 import posixpath
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import PurePosixPath
 from typing import Dict, List, Optional, Tuple
 
@@ -38,6 +38,8 @@ from envdoctor.parsers.cuda_version import (
 from envdoctor.probes._parsed import parsed as _parsed
 from envdoctor.probes.base import ProbeContext
 from envdoctor.snapshot import Evidence, Snapshot, Toolkit
+from envdoctor.lazyre import lazy_re
+from envdoctor.records import dataclass
 
 ENV_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT")
 CUDA_H_MAX = 256 * 1024  # CUDA_VERSION sits near the top of cuda.h (line ~263 of a 1 MiB file)
@@ -175,7 +177,7 @@ def find_on_path(ctx: ProbeContext, name: str) -> Optional[str]:
     return None
 
 
-_WRAPPER_RE = re.compile(r"""(?:^|[\s"'])(/[^\s"'$;|&<>()]*/bin/nvcc)(?=$|[\s"';])""", re.MULTILINE)
+_WRAPPER_RE = lazy_re(r"""(?:^|[\s"'])(/[^\s"'$;|&<>()]*/bin/nvcc)(?=$|[\s"';])""", re.MULTILINE)
 
 
 def follow_nvcc(root: Root, nvcc: str, depth: int = 3) -> Tuple[str, List[str]]:

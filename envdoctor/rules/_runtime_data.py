@@ -8,15 +8,12 @@ from typing import Any, Dict, List
 
 @functools.lru_cache(maxsize=4)
 def _bundled_toml(name: str) -> Dict[str, Any]:
-    try:
-        import tomllib  # type: ignore[import-not-found]
-    except ImportError:  # Python < 3.11
-        import tomli as tomllib  # type: ignore[no-redef]
-    from envdoctor.knowledge.load import bundled_dir
+    # through the parse cache, as the other tables: no TOML parser imported or run on a hit
+    from envdoctor.knowledge.load import bundled_dir, parse_toml_cached
 
     path = bundled_dir() / name
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return parse_toml_cached(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
 

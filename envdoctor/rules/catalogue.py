@@ -12,14 +12,12 @@ FIXES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixes.tom
 
 @functools.lru_cache(maxsize=1)
 def fixes() -> Dict[str, str]:
-    """Rule ID -> what fixes its finding, in general."""
-    try:
-        import tomllib
-    except ImportError:  # pragma: no cover - Python < 3.11
-        import tomli as tomllib  # type: ignore[no-redef]
+    """Rule ID -> what fixes its finding, in general (through the matrices' parse cache: `rules` and `explain`
+    then neither import nor run the TOML parser, issue 18)."""
+    from envdoctor.knowledge.load import parse_toml_cached
 
-    with open(FIXES_FILE, "rb") as fh:
-        data = tomllib.load(fh)
+    with open(FIXES_FILE, encoding="utf-8") as fh:
+        data = parse_toml_cached(fh.read())
     return {rid: str(row.get("fix", "")).strip() for rid, row in data.items() if isinstance(row, dict)}
 
 

@@ -9,7 +9,7 @@ the driver layers (ED013-ED017); the engine keeps the first of equal severity as
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import List, Optional
 
 from envdoctor.facts.labels import driver_source
@@ -26,6 +26,7 @@ from envdoctor.facts.loader import (
 from envdoctor.facts.platform import package_family
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
 from envdoctor.rules.context import Context
+from envdoctor.records import dataclass
 
 VISIBLE_CAUSE = "cuda-visible-devices"
 

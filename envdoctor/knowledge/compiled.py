@@ -1,0 +1,144 @@
+"""The matrices' compiled cache: the typed rows of every table as plain JSON, keyed by the data's hash.
+
+Reading, validating and building the TOML tables costs a third of `envdoctor check` (issue 18).  The
+result of doing it once (Matrices' keyword arguments: the rows, the warnings about the data, the
+sources) is kept in ``<cache root>/compiled/matrices.json`` as
+``{"format": N, "key": <hash>, "parts": ...}``, every row an object ``{"__row__": "<class>", <fields>}``.
+The key hashes every input of the build: the bytes of each bundled table and of each overlay file in
+the cache folder (present or not), both folders' paths, this package's version and the source of the
+modules that read, build and encode the rows. Any change to them is another key, and the cache is built again.
+
+The TOML stays the source: the cache is only ever written from it, and validation happens then, not on
+a hit.  It cannot run code: it is JSON, and a row is made only from a class of
+:mod:`envdoctor.knowledge.tables` named in a fixed table, from its fields as keyword arguments; a file
+that is not exactly that shape (wrong key, unknown class or field, broken JSON) is ignored and rebuilt.
+Best effort throughout: an unreadable or unwritable cache only means building from the TOML.
+ENVDOCTOR_NO_PARSE_CACHE=1 bypasses it (as it does the parse cache).
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import MISSING
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple
+
+from . import load as L
+from . import tables as T
+
+FORMAT = 1
+_ROW = "__row__"
+# The only classes a cache file can name: the matrix row classes, by name.
+ROW_CLASSES: Dict[str, type] = {name: obj for name, obj in vars(T).items()
+                                if isinstance(obj, type) and issubclass(obj, T._Row) and obj is not T._Row}
+_NOT_DATA = "parse cache entry discarded"  # a warning about the parse cache, not the data: never stored
+
+
+def cache_path() -> Path:
+    return L.default_cache_dir().parent / "compiled" / "matrices.json"
+
+
+def _digest(bundled: Path, cache: Path) -> Optional[str]:
+    """The key of a build from these folders, or None when a file cannot be read (no caching then)."""
+    from envdoctor import __version__
+    from envdoctor.infile import Unreadable, read_bytes
+
+    import sys
+
+    from . import matrices
+
+    h = L.sha256(f"{FORMAT}\0{__version__}\0{bundled}\0{cache}\0".encode())
+    try:
+        for module in (L, T, matrices, sys.modules[__name__]):
+            h.update(read_bytes(str(module.__file__)))
+        for table in L.TABLES:
+            for path in (bundled / f"{table}.toml", cache / f"{table}.toml"):
+                if path.is_file():
+                    data = read_bytes(path)
+                    h.update(f"\0{path.name}:{len(data)}\0".encode())
+                    h.update(data)
+                else:
+                    h.update(f"\0{path.name}:none\0".encode())
+    except (OSError, Unreadable):
+        return None
+    return h.hexdigest()
+
+
+def _encode(value: Any) -> Any:
+    cls = type(value)
+    if cls.__name__ in ROW_CLASSES and ROW_CLASSES[cls.__name__] is cls:
+        out: Dict[str, Any] = {_ROW: cls.__name__}
+        for name, f in cls.__dataclass_fields__.items():
+            v = getattr(value, name)
+            default = f.default if f.default_factory is MISSING else f.default_factory()
+            if default is MISSING or type(v) is not type(default) or v != default:  # a default is left out
+                out[name] = _encode(v)
+        return out
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value) or _ROW in value:
+            raise TypeError("not encodable as the compiled cache")
+        return {k: _encode(v) for k, v in value.items()}
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(f"not encodable as the compiled cache: {cls.__name__}")
+
+
+def _row(obj: Dict[str, Any]) -> Any:
+    name = obj.pop(_ROW, None)
+    if name is None:
+        return obj
+    return ROW_CLASSES[name](**obj)  # KeyError / TypeError: not a cache this code wrote
+
+
+def _parts_to_json(parts: Dict[str, Any]) -> Dict[str, Any]:
+    out = dict(parts)
+    out["mvc"] = list(parts["mvc"].values())  # int keys: a list, keyed again by cuda_major on reading
+    out["warnings"] = [w for w in parts["warnings"] if _NOT_DATA not in w]
+    return _encode(out)
+
+
+def _parts_from_json(data: Dict[str, Any]) -> Dict[str, Any]:
+    parts = dict(data)
+    parts["mvc"] = {row.cuda_major: row for row in data["mvc"]}
+    return parts
+
+
+def lookup(bundled: Path, cache: Path) -> Tuple[Optional[str], Optional[Dict[str, Any]]]:
+    """(key, Matrices' keyword arguments from the cache, or None on a miss); key None: do not store."""
+    if os.environ.get("ENVDOCTOR_NO_PARSE_CACHE"):
+        return None, None
+    key = _digest(bundled, cache)
+    if key is None:
+        return None, None
+    from envdoctor.infile import Unreadable, read_text
+
+    path = cache_path()
+    try:
+        entry = json.loads(read_text(path), object_hook=_row)
+        if isinstance(entry, dict) and entry.get("format") == FORMAT and entry.get("key") == key:
+            return key, _parts_from_json(entry["parts"])
+    except FileNotFoundError:
+        pass
+    except (OSError, Unreadable, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        pass  # not a cache this code wrote for these files: built again and overwritten
+    return key, None
+
+
+def store(key: str, parts: Dict[str, Any]) -> None:
+    """Write the cache, best effort (an unwritable folder, a row that is not plain data: not cached)."""
+    from envdoctor.errors import EnvdoctorError
+    from envdoctor.outfile import write_output
+
+    try:
+        payload = json.dumps({"format": FORMAT, "key": key, "parts": _parts_to_json(parts)},
+                             separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):
+        return
+    path = cache_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_output(str(path), payload)
+    except (OSError, EnvdoctorError):
+        pass

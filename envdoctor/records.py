@@ -1,0 +1,181 @@
+"""``@dataclass`` without compiling code per class: a start-up cost of ``check`` (issue 18).
+
+The standard decorator writes the source of ``__init__``, ``__repr__``, ``__eq__`` (``__hash__``,
+``__setattr__``, ``__delattr__`` when frozen) for every class and ``exec``s it, and asks
+``inspect.signature`` for a docstring when the class has none: about 0.7 ms a class, ~40 ms for the
+snapshot model and the matrix rows at every start.  :func:`dataclass` here makes the same kind of
+class from shared, generic methods (closures, nothing compiled) and keeps what the rest of the code
+and the standard library read: ``__dataclass_fields__`` holds real :class:`dataclasses.Field`
+objects, so :func:`dataclasses.fields`, :func:`dataclasses.replace`, :func:`dataclasses.asdict` and
+:func:`dataclasses.is_dataclass` work, and a standard dataclass may subclass one.
+
+Supported: ``frozen``; fields with a default or ``field(default=..., default_factory=...,
+repr=..., compare=..., hash=...)``; ``__post_init__``; methods the class defines itself win, as
+with the standard decorator.  Not supported (TypeError): ``ClassVar`` / ``InitVar`` annotations,
+``init=False`` fields.  Differences: a class without a docstring keeps ``__doc__`` None (the
+standard one writes its signature there), and ``__repr__`` has no guard against cycles.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import MISSING, Field, FrozenInstanceError
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, TypeVar, Union, overload
+
+__all__ = ["dataclass", "light_dataclass"]
+
+C = TypeVar("C", bound=type)
+_REQUIRED = object()  # a required field's place in __init__'s template
+_FIELD = dataclasses._FIELD  # type: ignore[attr-defined]  # the marker dataclasses.fields() selects on
+
+
+@overload
+def light_dataclass(cls: C, *, frozen: bool = False) -> C: ...
+
+
+@overload
+def light_dataclass(cls: None = None, *, frozen: bool = False) -> Callable[[C], C]: ...
+
+
+def light_dataclass(cls: Optional[C] = None, *, frozen: bool = False) -> Union[C, Callable[[C], C]]:
+    """``@dataclass`` / ``@dataclass(frozen=True)``: see the module's docstring (exported as ``dataclass``;
+    type checkers see the standard decorator, whose behaviour this one has)."""
+    if cls is None:
+        return lambda c: _process(c, frozen)
+    return _process(cls, frozen)
+
+
+def _own_fields(cls: type) -> Dict[str, Field]:
+    out: Dict[str, Field] = {}
+    for name, annotation in cls.__dict__.get("__annotations__", {}).items():
+        text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", repr(annotation))
+        if text.split("[", 1)[0].rsplit(".", 1)[-1] in ("ClassVar", "InitVar"):
+            raise TypeError(f"{cls.__name__}.{name}: ClassVar/InitVar fields need dataclasses.dataclass")
+        default = cls.__dict__.get(name, MISSING)
+        f: Any = default if isinstance(default, Field) else dataclasses.field(default=default)
+        if not f.init:
+            raise TypeError(f"{cls.__name__}.{name}: init=False fields need dataclasses.dataclass")
+        if f.default is not MISSING and f.default.__class__.__hash__ is None:  # list, dict, set: as dataclasses
+            raise ValueError(f"mutable default {type(f.default)} for field {name} is not allowed: use default_factory")
+        f.name, f.type = name, annotation
+        f._field_type = _FIELD
+        if hasattr(f, "kw_only") and f.kw_only is MISSING:  # Python 3.10+
+            f.kw_only = False
+        if isinstance(default, Field):  # the class attribute becomes the plain default, as dataclasses does
+            if f.default is MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, f.default)
+        out[name] = f
+    return out
+
+
+def _set_new(cls: type, name: str, value: Any) -> None:
+    if name not in cls.__dict__:
+        setattr(cls, name, value)
+
+
+def _process(cls: C, frozen: bool) -> C:
+    klass: type = cls
+    fields: Dict[str, Field] = {}
+    for base in cls.__mro__[-1:0:-1]:
+        inherited = base.__dict__.get("__dataclass_fields__")
+        if inherited is not None:
+            if getattr(base, "__dataclass_params__").frozen != frozen:
+                raise TypeError(f"{cls.__name__}: cannot mix frozen and non-frozen dataclasses")
+            fields.update(inherited)
+    fields.update(_own_fields(cls))
+    names: Tuple[str, ...] = tuple(fields)
+    seen_default = False
+    for f in fields.values():
+        has_default = f.default is not MISSING or f.default_factory is not MISSING
+        if seen_default and not has_default:
+            raise TypeError(f"non-default argument {f.name!r} follows default argument")
+        seen_default = seen_default or has_default
+    defaults = {n: f.default for n, f in fields.items() if f.default is not MISSING}
+    factories = {n: f.default_factory for n, f in fields.items() if f.default_factory is not MISSING}
+    shown = tuple(n for n, f in fields.items() if f.repr)
+    compared = tuple(n for n, f in fields.items() if f.compare)
+    hashed = tuple(n for n, f in fields.items() if (f.compare if f.hash is None else f.hash))
+    post_init = hasattr(cls, "__post_init__")
+    qualname = cls.__qualname__
+
+    # __init__ fills the instance's __dict__ in one go: every field in order (its default, or a marker
+    # for a required one), then the fresh default_factory values, then the arguments given
+    template = {n: defaults.get(n, _REQUIRED) for n in names}
+    required = tuple(n for n in names if n not in defaults and n not in factories)
+    known = frozenset(names)
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if args:
+            if len(args) > len(names):
+                raise TypeError(f"{qualname}.__init__() takes {len(names) + 1} positional arguments "
+                                f"but {len(args) + 1} were given")
+            for n, v in zip(names, args):
+                if n in kwargs:
+                    raise TypeError(f"{qualname}.__init__() got multiple values for argument {n!r}")
+                kwargs[n] = v
+        if not known.issuperset(kwargs):
+            extra = next(k for k in kwargs if k not in known)
+            raise TypeError(f"{qualname}.__init__() got an unexpected keyword argument {extra!r}")
+        for n in required:
+            if n not in kwargs:
+                raise TypeError(f"{qualname}.__init__() missing 1 required argument: {n!r}")
+        d = self.__dict__
+        d.update(template)
+        for n, make in factories.items():
+            if n not in kwargs:
+                d[n] = make()
+        d.update(kwargs)
+        if post_init:
+            self.__post_init__()
+
+    def __repr__(self: Any) -> str:
+        return f"{self.__class__.__qualname__}({', '.join(f'{n}={getattr(self, n)!r}' for n in shown)})"
+
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return tuple(getattr(self, n) for n in compared) == tuple(getattr(other, n) for n in compared)
+
+    _set_new(cls, "__init__", __init__)
+    _set_new(cls, "__repr__", __repr__)
+    user_hash = cls.__dict__.get("__hash__", MISSING)
+    explicit_hash = not (user_hash is MISSING or (user_hash is None and "__eq__" in cls.__dict__))
+    _set_new(cls, "__eq__", __eq__)
+    if frozen:
+        for name in ("__setattr__", "__delattr__"):
+            if name in cls.__dict__:
+                raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
+
+        def __setattr__(self: Any, name: str, value: Any) -> None:
+            if type(self) is cls or name in fields:
+                raise FrozenInstanceError(f"cannot assign to field {name!r}")
+            super(klass, self).__setattr__(name, value)  # type: ignore[arg-type]  # mypy narrows self by the type(self) test above
+
+        def __delattr__(self: Any, name: str) -> None:
+            if type(self) is cls or name in fields:
+                raise FrozenInstanceError(f"cannot delete field {name!r}")
+            super(klass, self).__delattr__(name)  # type: ignore[arg-type]  # mypy narrows self by the type(self) test above
+
+        setattr(cls, "__setattr__", __setattr__)
+        setattr(cls, "__delattr__", __delattr__)
+        if not explicit_hash:
+            def __hash__(self: Any) -> int:
+                return hash(tuple(getattr(self, n) for n in hashed))
+
+            setattr(cls, "__hash__", __hash__)
+    elif not explicit_hash:
+        setattr(cls, "__hash__", None)  # eq without frozen: unhashable, as dataclasses does
+    setattr(cls, "__dataclass_fields__", fields)
+    setattr(cls, "__dataclass_params__", SimpleNamespace(init=True, repr=True, eq=True, order=False, unsafe_hash=False,
+                                                         frozen=frozen, match_args=True, kw_only=False, slots=False,
+                                                         weakref_slot=False))
+    _set_new(cls, "__match_args__", names)
+    return cls
+
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass
+else:
+    dataclass = light_dataclass

@@ -1,0 +1,73 @@
+"""The Python-environment helper writes its JSON and normalises names itself (no json/re imports in the
+target interpreter, issue 18): the same text as json.dumps and re.sub, and it really imports neither."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from envdoctor.probes import _pyenv_helper as helper
+from envdoctor.probes.pyenv import HELPER_PATH
+
+leaves = st.none() | st.booleans() | st.integers() | st.text() | st.floats(allow_nan=True)
+values = st.recursive(leaves, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+                      max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values)
+def test_dumps_is_json_dumps(value):
+    assert helper.dumps(value) == json.dumps(value, ensure_ascii=True, sort_keys=True)
+
+
+def test_dumps_on_the_hard_strings():
+    for text in ("", "plain", 'q"uote', "back\\slash", "\x00\x1f\x7f", "tab\tnl\ncr\r\b\f", "é中", "\U0001F600",
+                 "\ud800", "line\u2028sep", "a" * 5000):
+        assert helper.dumps([text, {text: text}]) == json.dumps([text, {text: text}], ensure_ascii=True, sort_keys=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="aZ09-_.é", max_size=12))
+def test_normalize_is_pep503(name):
+    assert helper.normalize(name) == re.sub(r"[-_.]+", "-", name).lower()
+
+
+BUNDLED_RE = re.compile(r"^lib(cudnn|cublas|cublasLt|cudart|nccl|nvrtc|nvJitLink|cufft|curand|cusolver|cusparse)"
+                        r"([-_.].*)?\.so(\.[0-9.]+)?$")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.sampled_from(["lib", "li", ""]), st.sampled_from(["cudnn", "cublas", "cublasLt", "cudart", "nvJitLink", "cuda", ""]),
+       st.text(alphabet="-_.so0123456789Lta\n", max_size=10))
+def test_bundled_names_as_the_pattern_says(prefix, family, rest):
+    name = prefix + family + rest
+    assert helper.is_bundled_lib(name) == bool(BUNDLED_RE.match(name)), name
+
+
+def test_bundled_names():
+    for yes in ("libcudnn.so.8", "libcudnn.so\n", "libcudnn.so.9\n", "libcudart-1b2c3d.so.11.0", "libcublasLt.so.12", "libnccl.so.2", "libcufft.so"):
+        assert helper.is_bundled_lib(yes), yes
+    for no in ("libcudnn.a", "libcudnnx.so", "libc10.so", "libcudart.so.x", "libcudart.so.", "cudnn.so", "libcudnn.so\n\n", "libcudnn-\n.so"):
+        assert not helper.is_bundled_lib(no), no
+
+
+def test_jax_plugin_files():
+    assert helper.files_for("jax-cuda12-plugin") == ["jax_cuda12_plugin/version.py"]
+    assert helper.files_for("jax-rocm7-pjrt") == ["jax_plugins/xla_rocm7/version.py"]
+    for other in ("jax-cuda-plugin", "jax-cuda12-other", "jax-metal12-plugin", "jax-cuda1x-plugin", "jaxx-cuda12-plugin"):
+        assert helper.files_for(other) == []
+
+
+def test_the_helper_imports_neither_json_nor_re():
+    source = HELPER_PATH.read_text(encoding="utf-8") + "\nprint('@@MODULES@@', ' '.join(sorted(sys.modules)))\n"
+    out = subprocess.run([sys.executable, "-I", "-c", source], capture_output=True, text=True, timeout=60).stdout
+    report = next(line for line in out.splitlines() if line.startswith(helper.MARKER))
+    data = json.loads(report[len(helper.MARKER):])
+    assert data["helper"] == 1 and data["version"] == "%d.%d.%d" % sys.version_info[:3] or data["version"].startswith(
+        "%d.%d.%d" % sys.version_info[:3])
+    modules = next(line for line in out.splitlines() if line.startswith("@@MODULES@@")).split()[1:]
+    assert "json" not in modules and "platform" not in modules
