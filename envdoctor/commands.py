@@ -43,6 +43,8 @@ def check(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Op
 
     if with_smoke and (snapshot_file or root_dir):
         raise BadInput("--smoke runs the frameworks of a live environment: it cannot be combined with --snapshot or --root")
+    # the probes' first commands start now and run while the rules are imported and the data loaded (issue 18)
+    doctor.prefetch(python_path, root_dir, snapshot_file, timeout)
     expected = doctor.expected_on_cpu(expect_cpu)
     # Rules are selected first so a bad --only fails before any probing. (Loading the rules in a
     # thread beside the probes was measured slower: both are CPU-bound Python, and the GIL

@@ -59,6 +59,16 @@ def obtain_snapshot(python_path: Optional[str], root_dir: Optional[str], snapsho
     return run_probes(ctx)  # a --python that is not Python raises BadInput from its probe
 
 
+def prefetch(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Optional[str], timeout: float) -> None:
+    """Start the probes' first commands now (obtain_snapshot's arguments), so they run while the caller imports the
+    rules and loads the data; nothing for --snapshot or --root, and never raises (see envdoctor.probes.prefetch)."""
+    if snapshot_file or root_dir:
+        return
+    from envdoctor.probes import prefetch as start
+
+    start(python_path, root_dir, snapshot_file, timeout)
+
+
 def snapshot_dict(snap: Any, redact: bool) -> Dict[str, Any]:
     """The snapshot as JSON data, redacted (GPU UUIDs, host name, home, secrets) unless `redact` is False."""
     data: Dict[str, Any] = snap.to_dict()

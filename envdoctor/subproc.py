@@ -390,13 +390,16 @@ _STARTED: Dict[tuple, Tuple[subprocess.Popen, float]] = {}  # Runner.start()ed c
 _CLOSING = threading.Event()
 
 
-def kill_all() -> None:
-    """Kill every command this process is running (with its process group)."""
+def kill_all() -> int:
+    """Kill every command this process is running (with its process group); how many were still running."""
     with _LIVE_LOCK:
         procs = list(_LIVE)
+    killed = 0
     for proc in procs:
         if proc.returncode is None:
             _kill_group(proc)
+            killed += 1
+    return killed
 
 
 def closing() -> bool:
@@ -411,13 +414,14 @@ def shutdown() -> None:
     global _WATCHDOG
     with _LIVE_LOCK:
         _CLOSING.set()
-    kill_all()
+    killed = kill_all()
     with _LIVE_LOCK:
         dog, _WATCHDOG = _WATCHDOG, None
     if dog is not None and dog.stdin is not None:
         try:
             dog.stdin.close()  # EOF: it kills what is still registered and exits
-            dog.wait(timeout=1.0)
+            if killed:  # it has groups to kill: let it finish; with none it exits at once on its own (~10 ms saved)
+                dog.wait(timeout=1.0)
         except (OSError, subprocess.TimeoutExpired):
             pass
 
