@@ -1285,6 +1285,10 @@ class _Planner:
         summary = f"jax {text} + jaxlib {jaxlib_v}"
         if pl is not None:
             pv = text if approx else str(_lower_or(pl.pin, text))
+            pin_spec = _spec(pl.pin)
+            if not approx and pin_spec is not None and _v(jaxlib_v) is not None and \
+                    pin_spec.contains(jaxlib_v, prereleases=True):
+                pv = jaxlib_v  # pip installs plugin and jaxlib of one release where the pins allow it
             for r in plugin_reqs:
                 if (r.specifier or "").startswith("=="):
                     pv = r.specifier[2:]
