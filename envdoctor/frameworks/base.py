@@ -134,6 +134,7 @@ class Candidate:
     notes: List[str] = field(default_factory=list)
     unverified: List[str] = field(default_factory=list)
     source: str = ""
+    row: Any = field(default=None, repr=False, compare=False)  # the matrices row it was built from
 
     @property
     def cuda_major(self) -> Optional[int]:
@@ -298,6 +299,16 @@ def _cuda_cannot_reach(m: Any, cand: Candidate, cc: str, xla: bool) -> Optional[
     return f"its CUDA {cand.cuda} cannot produce {sm} code (and the data has no arch list for it)"
 
 
+def python_fits(cand: Candidate, python: Optional[str]) -> Optional[bool]:
+    """Does ``cand`` publish wheels for ``python`` ("3.11", "3.11.4")?  None when either is unknown."""
+    if not python or not cand.python:
+        return None
+    pyspec, pyv = specset(cand.python), _version(python)
+    if pyspec is None or pyv is None:
+        return None
+    return bool(pyspec.contains(pyv, prereleases=True))
+
+
 def common_problems(m: Any, cand: Candidate, c: Target, warnings: Optional[List[str]] = None,
                     xla: bool = False) -> List[Problem]:
     """Every generic constraint ``cand`` breaks (empty: it fits): version spec, platform, Python, CUDA line,
@@ -314,10 +325,8 @@ def common_problems(m: Any, cand: Candidate, c: Target, warnings: Optional[List[
         where = ", ".join(cand.platforms) or "no platform"
         plat = c.platform + (" (WSL2)" if c.wsl else "")
         probs.append(Problem("platform", f"{cand.label} is not published for {plat} (only {where})"))
-    if c.python and cand.python:
-        pyspec, pyv = specset(cand.python), _version(c.python)
-        if pyspec is not None and pyv is not None and not pyspec.contains(pyv, prereleases=True):
-            probs.append(Problem("python", f"{cand.label} has no wheels for Python {c.python} (Python {cand.python})"))
+    if python_fits(cand, c.python) is False:
+        probs.append(Problem("python", f"{cand.label} has no wheels for Python {c.python} (Python {cand.python})"))
     if cand.kind != "cuda":
         return probs
     if c.cuda:

@@ -15,7 +15,7 @@ def tf_candidate(m: Any, release: Any, gpu: bool, platform: str, wsl: bool = Fal
     if not gpu:
         name = "tensorflow-cpu" if platform == "linux-x86_64" else "tensorflow"
         cand = Candidate(framework="tensorflow", version=v, build="cpu", kind="cpu", label=f"tensorflow {v} (CPU)",
-                         full_version=v, python=release.python, platforms=list(PLATFORMS), source=m.row_source(release))
+                         full_version=v, python=release.python, platforms=list(PLATFORMS), source=m.row_source(release), row=release)
         cand.requirements.append(Requirement(f"{name}=={v}", "CPU-only build"))
         cand.unverified.append(f"tensorflow {v}: CPU wheels per platform are not in the data (presumed published)")
         return cand
@@ -28,7 +28,7 @@ def tf_candidate(m: Any, release: Any, gpu: bool, platform: str, wsl: bool = Fal
     cand = Candidate(framework="tensorflow", version=v, build=build, kind="cuda",
                      label=f"tensorflow {v}" + (" [and-cuda]" if release.and_cuda else ""), full_version=v,
                      cuda=release.cuda, python=release.python, platforms=sorted(set(plats)),
-                     archs=list(release.compute_capabilities), source=m.row_source(release))
+                     archs=list(release.compute_capabilities), source=m.row_source(release), row=release)
     pin = release.cudnn_pin
     if pin and pin.startswith("=="):
         cand.cudnn = pin[2:]

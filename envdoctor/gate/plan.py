@@ -32,6 +32,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.default_index import DEFAULT_INDEX_LABEL, default_index, is_default_index
+from envdoctor.frameworks import registry
+from envdoctor.frameworks.base import Target as FrameworkTarget, python_fits
 from envdoctor.frameworks.jax import jax_candidate
 from envdoctor.gate.inputs import IndexOption, InputRequirement, InputUnit, Location
 from envdoctor.snapshot import GPU, Driver, Evidence, Framework, Platform, ProbeStatus, PythonEnv, Snapshot
@@ -539,6 +541,12 @@ class _Planner:
         if self.unit.kind == "pylock":
             return Sources([Source(PYPI, "pypi", None, "default index")], "pip")
         return pip_sources([o for o in self.unit.indexes if o.kind != "uv-index"])
+
+    def spec_target(self) -> FrameworkTarget:
+        """The target as the frameworks/ specs read it (the builds they list depend on platform and CPU-only)."""
+        return FrameworkTarget(frameworks=[], platform=self.t.platform or "linux-x86_64", wsl=self.t.wsl,
+                               cpu=self.cpu_only, python=str(self.t.python) if self.t.python is not None else None,
+                               companions=[])
 
     def python_ok(self, spec_text: Optional[str]) -> Optional[bool]:
         if self.t.python is None or not spec_text:
@@ -1067,16 +1075,18 @@ class _Planner:
         src = usable[0]
         cands = []
         exact = [s for s in spec if s.operator in ("==", "===") and "*" not in s.version]
-        for rel in m.tensorflow_releases:
-            versions = list(rel.versions)
-            for s in exact:
-                ev = _v(s.version)
-                got = m.tf_release(s.version) if ev is not None else None
-                if got is not None and got.version == rel.version and s.version not in versions:
-                    versions.append(s.version)
-            for text in versions:
-                cands.append({"version": Version(text), "text": text, "release": rel, "source": src,
-                              "python_ok": self.python_ok(rel.python), "python_spec": rel.python})
+        # the builds the TensorFlow spec lists (each release with its own patch row: pins, Python range), as lock
+        tf_spec = registry.get("tensorflow")
+        py = str(self.t.python) if self.t.python is not None else None
+        for cand in tf_spec.candidates(m, self.spec_target()):
+            cands.append({"version": Version(cand.version), "text": cand.version, "release": cand.row, "source": src,
+                          "python_ok": python_fits(cand, py), "python_spec": cand.python})
+        for s in exact:  # a patch release newer than the data: judged by its series' row
+            ev = _v(s.version)
+            got = m.tf_release(s.version) if ev is not None else None
+            if got is not None and not any(Version(c["text"]) == ev for c in cands):
+                cands.append({"version": ev, "text": s.version, "release": got, "source": src,
+                              "python_ok": self.python_ok(got.python), "python_spec": got.python})
         pre = self.pre or any(_v(s.version) is not None and _v(s.version).is_prerelease for s in exact)
         matching = [c for c in cands if spec.contains(c["version"], prereleases=True if pre else None)]
         if self._deprecated_tf(pkg, reqs, dist, spec, exact, matching, cands):
@@ -1152,7 +1162,8 @@ class _Planner:
         if not [s for s in spec if s.operator in ("==", "===") and "*" not in s.version]:
             pkg.assumptions.append(f"{primary.loc}: {primary.raw} -> {dist} {text} (the newest release envdoctor's data "
                                    f"knows that matches" + (f" and supports Python {self.t.python_xy}" if self.t.python else "")
-                                   + f"; the data knows the {rel.version} series by its tested release {rel.tested})")
+                                   + f"; the data knows the {rel.version} series by its tested release "
+                                   f"{(self.m.tf_release(rel.version) or rel).tested})")
         if "and-cuda" in extras:
             if not rel.and_cuda:
                 self.problem("no-extra", "warning", primary.raw, pkg.requirements, package=dist, version=text,
