@@ -3,11 +3,13 @@ are the release rows of the matrices (a tested release and the patch releases of
 generates GPU code with XLA, so PTX of an older architecture is no help where its CUDA predates the GPU."""
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 from packaging.version import Version
 
-from envdoctor.frameworks.base import PLATFORMS, Candidate, FrameworkSpec, Requirement, Target, _pin_names, _sorted_desc
+from envdoctor.frameworks.base import (
+    PLATFORMS, Candidate, FrameworkSpec, Requirement, Target, _pin_names, _sorted_desc, python_fits,
+)
 
 
 def tf_candidate(m: Any, release: Any, gpu: bool, platform: str, wsl: bool = False) -> Candidate:
@@ -66,6 +68,17 @@ class TensorflowSpec(FrameworkSpec):
 
     def python_specs(self, m: Any) -> List[str]:
         return [r.python for r in m.tensorflow_releases if r.python]
+
+
+    def choose_release(self, m: Any, platform: str, wsl: bool, python: Optional[str],
+                       accept: Callable[[Any], bool]) -> Optional[Any]:
+        """The newest release row (a series, by its tested release) whose GPU build is published for
+        ``platform`` (WSL2 included) and ``python`` and for which ``accept(row)`` holds, for a fix."""
+        for rel in sorted(m.tensorflow_releases, key=lambda r: Version(r.version), reverse=True):
+            cand = tf_candidate(m, rel, True, platform, wsl)
+            if platform in cand.platforms and python_fits(cand, python) is not False and accept(rel):
+                return rel
+        return None
 
 
 SPEC = TensorflowSpec()
