@@ -64,9 +64,13 @@ class JaxSpec(FrameworkSpec):
                      "jax-cuda13-pjrt": "plugin"}
     xla = True
 
+    def releases(self, m: Any) -> List[Any]:
+        """The jax release rows, newest first (a release's builds: CPU, or one per CUDA plugin)."""
+        return sorted(m.jax_releases, key=lambda r: Version(r.version), reverse=True)
+
     def candidates(self, m: Any, target: Target) -> List[Candidate]:
         out: List[Candidate] = []
-        for rel in sorted(m.jax_releases, key=lambda r: Version(r.version), reverse=True):
+        for rel in self.releases(m):
             if target.cpu:
                 out.append(jax_candidate(m, rel, None))
             else:

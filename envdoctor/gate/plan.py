@@ -32,7 +32,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.default_index import DEFAULT_INDEX_LABEL, default_index, is_default_index
-from envdoctor.frameworks import registry
+from envdoctor.frameworks import jax as jax_fw, registry
 from envdoctor.frameworks.base import Target as FrameworkTarget, python_fits
 from envdoctor.frameworks.jax import jax_candidate
 from envdoctor.gate.inputs import IndexOption, InputRequirement, InputUnit, Location
@@ -1206,9 +1206,10 @@ class _Planner:
         spec = self.spec_of(jax_reqs)
         exact = [s for s in spec if s.operator in ("==", "===") and "*" not in s.version]
         cands = []
-        for rel in m.jax_releases:
+        py = str(self.t.python) if self.t.python is not None else None
+        for rel in jax_fw.SPEC.releases(m):  # the jax spec's releases, judged for Python as lock judges them
             cands.append({"version": Version(rel.version), "text": rel.version, "row": rel,
-                          "python_ok": self.python_ok(rel.requires_python)})
+                          "python_ok": python_fits(jax_candidate(m, rel, None), py)})
         for s in exact:
             row = m.jax_release(s.version)
             if row is not None and not any(c["text"] == s.version for c in cands):
