@@ -125,6 +125,7 @@ class Candidate:
     platforms: List[str] = field(default_factory=list)
     archs: List[str] = field(default_factory=list)  # sm_XY / compute_XY compiled in ([] = unknown)
     archs_undecided_newer: bool = False  # PTX of the last arch disputed: newer GPUs "unknown", not "no"
+    archs_presumed: bool = False  # the data marks the arch list UNVERIFIED: a missing arch is a doubt, not a "no"
     cc_min: Optional[str] = None  # floor instead of an arch list (jax plugins)
     driver_min: Optional[str] = None  # extra driver floor (jax plugins)
     pins: Dict[str, str] = field(default_factory=dict)  # canonical package name -> specifier
@@ -345,6 +346,12 @@ def common_problems(m: Any, cand: Candidate, c: Target, warnings: Optional[List[
             probs.append(Problem("driver", f"the driver {c.driver} cannot run {cand.label} (needs >= {need or 'an unknown driver'})"))
     for g in c.gpus:
         fits, via_ptx = runs_on(cand, g.cc)
+        if fits is False and cand.archs_presumed and m.cuda_supports_cc(cand.cuda, g.cc) is not False:
+            # as check's ED200: a presumed list is trusted for a "no" only where the build's CUDA cannot target the GPU
+            if warnings is not None:
+                warnings.append(f"{cand.label} may have no kernels for GPU {g.display()}: its arch list "
+                                f"({_arch_span(cand)}) is presumed by the data, not read from the build")
+            continue
         if fits is False:
             if cand.cc_min is not None:
                 why = f"needs compute capability >= {cand.cc_min}"

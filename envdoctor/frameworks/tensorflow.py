@@ -30,7 +30,8 @@ def tf_candidate(m: Any, release: Any, gpu: bool, platform: str, wsl: bool = Fal
     cand = Candidate(framework="tensorflow", version=v, build=build, kind="cuda",
                      label=f"tensorflow {v}" + (" [and-cuda]" if release.and_cuda else ""), full_version=v,
                      cuda=release.cuda, python=release.python, platforms=sorted(set(plats)),
-                     archs=list(release.compute_capabilities), source=m.row_source(release), row=release)
+                     archs=list(release.compute_capabilities), source=m.row_source(release), row=release,
+                     archs_presumed=str(release.cc_verified or "").strip().upper().startswith("UNVERIFIED"))
     pin = release.cudnn_pin
     if pin and pin.startswith("=="):
         cand.cudnn = pin[2:]

@@ -27,7 +27,7 @@ def torch_candidate(m: Any, release: Any, patch: str, variant: Any, platform: st
         framework="torch", version=patch, build=variant.name, kind="cuda" if variant.kind == "cuda" else variant.kind,
         label=f"torch {patch}{label}", full_version=f"{patch}{label}", cuda=variant.cuda, cudnn=variant.cudnn,
         python=str(spec) if spec is not None else None, platforms=list(variant.platforms), archs=archs,
-        archs_undecided_newer=variant.ptx is None and bool(archs),
+        archs_undecided_newer=variant.ptx is None and bool(archs), archs_presumed=bool(variant.arch_unverified),
         index_url=None if is_default else variant.index_url, source=m.row_source(variant))
     note = f"CUDA {variant.cuda}, cuDNN {variant.cudnn or 'unknown'}" if variant.kind == "cuda" else "CPU build"
     note += "; the PyPI default build, no index line needed" if is_default else f"; from {variant.index_url}"
