@@ -32,7 +32,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.default_index import DEFAULT_INDEX_LABEL, default_index, is_default_index
-from envdoctor.frameworks import jax as jax_fw, registry
+from envdoctor.frameworks import jax as jax_fw, registry, tensorflow as tf_fw, torch as torch_fw
 from envdoctor.frameworks.base import Target as FrameworkTarget, python_fits
 from envdoctor.frameworks.jax import jax_candidate
 from envdoctor.gate.inputs import IndexOption, InputRequirement, InputUnit, Location
@@ -40,8 +40,8 @@ from envdoctor.snapshot import GPU, Driver, Evidence, Framework, Platform, Probe
 
 PYPI = default_index() or DEFAULT_INDEX_LABEL  # asked from pip: envdoctor never names a registry host itself
 TARGET_PLATFORMS = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64", "wsl2")
-TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
-TF_DISTS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly", "tf-nightly-cpu", "tf-nightly-gpu")
+TORCH_FAMILY = tuple(torch_fw.SPEC.distributions)  # torch and its companions, as the torch spec owns them
+TF_DISTS = tuple(tf_fw.SPEC.distributions)  # tensorflow, tensorflow-cpu, tensorflow-gpu, tf-nightly ...
 _PLUGIN = re.compile(r"^jax-cuda(\d+)-(plugin|pjrt)$")
 _VARIANT = re.compile(r"^(cpu|cu\d{2,3}|rocm\d+(\.\d+)*)$")
 _INDEX_SPELLINGS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links", "--no-index")

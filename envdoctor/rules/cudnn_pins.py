@@ -718,7 +718,7 @@ def cudnn_several_majors(ctx, r):
 # ----------------------------------------------------------------------------------------------
 # ED320
 # ----------------------------------------------------------------------------------------------
-_FAMILY_ORDER = ("torch", "tensorflow", "jax")
+_FAMILY_ORDER = registry.names(lockable=True)  # ("torch", "tensorflow", "jax")
 
 
 def _family(fw: Framework) -> Optional[str]:
