@@ -191,6 +191,23 @@ def _sample(cands: Sequence[Candidate]) -> List[Candidate]:
     return out[:int(os.environ.get("ENVDOCTOR_ONE_JUDGEMENT_SAMPLE", "6"))]
 
 
+def _t(names: str, gpus: Sequence[str] = (), **kw: Any) -> Target:
+    return Target(frameworks=[FrameworkRequest(n) for n in names.split()], companions=[],
+                  gpus=[GpuTarget(cc, "sm_" + cc.replace(".", "")) for cc in gpus], **kw)
+
+
+# the disagreements this test found, kept as examples (each was a lock gate or check contradicted)
+FOUND = [
+    _t("tensorflow", ["12.0"], driver="580.65.06"),  # lock wrote TF 2.21 (compute_90 PTX, CUDA 12.5): ED200 rejects
+    _t("torch", ["3.0"], python="3.10"),  # a GPU stated without a driver: ED200 was silent, lock refused
+    _t("torch tensorflow", python="3.9", platform="linux-aarch64"),  # no TF CUDA build on aarch64: gate plans CPU
+    _t("torch jax", python="3.11", platform="win-amd64"),  # jax[cuda13] on native Windows: gate passed it
+    _t("jax", cuda="12.0", python="3.10"),  # gate planned plugin 0.5.1 next to jaxlib 0.5.2 (ED510)
+    _t("torch", ["7.5", "11.0"], python="3.11"),  # a presumed arch list lacking sm_110: ED200 warns, lock refused
+    _t("torch", ["7.0", "3.5"], python="3.9"),  # ...and the cuDNN such a build brings must still be judged (ED151)
+]
+
+
 @settings(max_examples=100, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(t=targets())
@@ -227,10 +244,14 @@ def test_through_the_cli(args: List[str], tmp_path: Any) -> None:
     assert gated.returncode == 0, gated.stdout + gated.stderr
 
 
-def test_the_issue_example_agrees(tmp_path: Any) -> None:
-    """lock --driver 580.65.06 --gpu sm_120 --tensorflow: gate rejects every TensorFlow the data has on sm_120, so
-    lock must refuse too (it wrote tensorflow 2.21.0, which gate rejects with ED200)."""
-    t = Target(frameworks=[FrameworkRequest("tensorflow")], driver="580.65.06", gpus=[GpuTarget("12.0", "sm_120")],
-               companions=[])
+@pytest.mark.parametrize("t", FOUND, ids=lambda t: " ".join(f.name for f in t.frameworks) + " " +
+                         ",".join(g.sm for g in t.gpus) + " " + t.platform)
+def test_found_disagreements_stay_fixed(t: Target, tmp_path: Any) -> None:
     assert _one_target(t, str(tmp_path)) is None
-    assert not resolve(t, M, explain=False).ok
+
+
+def test_the_issue_example_agrees() -> None:
+    """lock --driver 580.65.06 --gpu sm_120 --tensorflow: gate rejects every TensorFlow the data has on sm_120, so
+    lock refuses too (it wrote tensorflow 2.21.0, which gate rejects with ED200)."""
+    result = resolve(FOUND[0], M, explain=False)
+    assert not result.ok and "XLA cannot generate code" in " ".join(result.reasons)

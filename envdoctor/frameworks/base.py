@@ -351,7 +351,7 @@ def common_problems(m: Any, cand: Candidate, c: Target, warnings: Optional[List[
             if warnings is not None:
                 warnings.append(f"{cand.label} may have no kernels for GPU {g.display()}: its arch list "
                                 f"({_arch_span(cand)}) is presumed by the data, not read from the build")
-            continue
+            fits = True  # judged on: the cuDNN it brings must still support the GPU
         if fits is False:
             if cand.cc_min is not None:
                 why = f"needs compute capability >= {cand.cc_min}"
