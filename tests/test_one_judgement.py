@@ -43,8 +43,8 @@ DRIVERS = {"linux": _drivers("linux"), "windows": _drivers("windows")}
 
 
 def _gpu_texts() -> List[str]:
-    """sm_XY of every GPU arch the data knows, plus the arch-specific spellings (sm_90a ...) of those whose CUDA
-    builds have them in the data."""
+    """sm_XY of every GPU arch the data knows, plus the arch-specific spellings NVIDIA defines from Hopper on
+    (sm_90a, sm_100a, sm_120a ...): `--gpu sm_90a` names the same GPU as sm_90, and every judge must read it so."""
     out = ["sm_" + cc.replace(".", "") for cc in GPU_CCS]
     for cc in GPU_CCS:
         if Version(cc) >= Version("9.0"):
