@@ -205,6 +205,8 @@ FOUND = [
     _t("jax", cuda="12.0", python="3.10"),  # gate planned plugin 0.5.1 next to jaxlib 0.5.2 (ED510)
     _t("torch", ["7.5", "11.0"], python="3.11"),  # a presumed arch list lacking sm_110: ED200 warns, lock refused
     _t("torch", ["7.0", "3.5"], python="3.9"),  # ...and the cuDNN such a build brings must still be judged (ED151)
+    _t("torch jax tensorflow", ["8.9", "3.5"], cuda="11.8", python="3.13", platform="win-amd64"),  # torch's bundled
+    # cuDNN 9.1 on Windows (no cuDNN wheel): lock refused it for sm_35, ED151 did not look at it
 ]
 
 
