@@ -3,7 +3,10 @@
 A property test over targets -- CUDA line, driver, GPUs, frameworks, platform, Python -- all drawn from the real
 matrices (no target is special-cased): every lock the real lock code writes is judged without an error by the real
 gate code on the same target (reading the written file) and by check's rules on a snapshot of that target with the
-locked builds laid in; when lock refuses, gate fails every build of the refused framework it would have considered.
+locked builds laid in; when lock refuses, gate fails every build of the refused framework it would have considered
+(the newest of each release series, within the stated CUDA line: a user's choice, not a fact of the machine).
+Not covered: a refusal between frameworks that each fit alone (lock keeps one CUDA major per environment; gate and
+check do not judge two CUDA majors' nvidia-* wheels side by side).
 """
 from __future__ import annotations
 
