@@ -75,6 +75,21 @@ def test_check_cudnn_917_on_a_gtx_1080(tmp_path):
     assert _check(tmp_path, snap)[1] == []
 
 
+def test_check_judges_the_cudnn_a_build_brings_itself(tmp_path):
+    """torch's Windows wheels bundle cuDNN (no nvidia-cudnn wheel): the cuDNN 9.1 torch 2.7.1+cu118 reports is
+    judged for a Kepler GPU as an installed wheel would be; with a cuDNN wheel of its CUDA major the wheel is."""
+    from tests.snapfactory import torch
+
+    snap = machine(driver="452.39", driver_cuda="11.0", gpus=["Tesla K40m:3.5"], system="Windows", machine_arch="AMD64",
+                   frameworks=[torch("2.7.1+cu118", cuda="11.8", cudnn="9.1.0.70")])
+    rc, found = _check(tmp_path, snap)
+    assert rc == 1 and [f["id"] for f in found] == ["ED151"]
+    assert "9.1.0.70 of torch 2.7.1+cu118" in found[0]["message"] and "5.0" in found[0]["message"]
+    assert any("brings this cuDNN itself" in x for x in found[0]["fix"])
+    snap.python.packages["nvidia-cudnn-cu11"] = "8.7.0.84"  # the cuDNN it loads is then the wheel's, which is fine
+    assert _check(tmp_path, snap)[1] == []
+
+
 # --------------------------------------------------------------------------- lock
 
 

@@ -35,477 +35,41 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.errors import BadInput
-from envdoctor.facts.gpu_support import cudnn_cap_for_gpu, cudnn_supports_gpu, driver_supports_gpu
-from envdoctor.knowledge.tables import build_runs_on_cc, normalize_cc, parse_version
+from envdoctor.facts.gpu_support import cudnn_cap_for_gpu, driver_supports_gpu
+from envdoctor.frameworks import registry
+from envdoctor.frameworks.base import (  # noqa: F401 - the model, re-exported for lock's callers
+    COMPANIONS, PLATFORMS, Candidate, FrameworkRequest, GpuTarget, Problem, Requirement, Target, _arch_span, _v,
+    _version, describe_line, driver_floor, normalize_spec, runs_on, specset as _specset,
+)
+from envdoctor.frameworks.jax import JAX_GPU_PLATFORMS, jax_candidate  # noqa: F401
+from envdoctor.frameworks.tensorflow import tf_candidate  # noqa: F401
+from envdoctor.frameworks.torch import torch_candidate
+from envdoctor.knowledge.tables import normalize_cc, parse_version
 
-FRAMEWORKS = ("torch", "tensorflow", "jax")
-PLATFORMS = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64")
-COMPANIONS = ("torchvision", "torchaudio")
-JAX_GPU_PLATFORMS = ("linux-x86_64", "linux-aarch64")  # fact jax-native-windows-cuda: no CUDA on native Windows
+FRAMEWORKS = registry.names(lockable=True)
 _PY_MINORS = [f"3.{n}" for n in range(6, 20)]
+Constraints = Target  # lock's historical name for the target
 
 
-# --------------------------------------------------------------------------- inputs
-
-
-@dataclass
-class GpuTarget:
-    """A GPU the environment must run on: compute capability "8.6" and how the user named it."""
-
-    cc: str
-    label: str = ""
-
-    @property
-    def sm(self) -> str:
-        return "sm_" + self.cc.replace(".", "")
-
-    def display(self) -> str:
-        return f"{self.sm} ({self.label})" if self.label and self.label != self.sm else self.sm
-
-
-@dataclass
-class FrameworkRequest:
-    """A framework to put in the environment; ``spec`` is a PEP 440 specifier ("" = any version)."""
-
-    name: str
-    spec: str = ""
-
-    def display(self) -> str:
-        return f"{self.name}{normalize_spec(self.spec)}" if self.spec else self.name
-
-
-@dataclass
-class Constraints:
-    """Everything the environment must satisfy.  ``None`` / empty means "not constrained"."""
-
-    frameworks: List[FrameworkRequest] = field(default_factory=lambda: [FrameworkRequest("torch")])
-    cuda: Optional[str] = None  # CUDA line "12.1" ("12" = any 12.x)
-    driver: Optional[str] = None  # "535.104.05"
-    gpus: List[GpuTarget] = field(default_factory=list)
-    python: Optional[str] = None  # "3.11"
-    platform: str = "linux-x86_64"
-    wsl: bool = False  # Linux wheels on WSL2: the Windows driver, TensorFlow's 'wsl2' GPU platform
-    cpu: bool = False  # a CPU-only environment, asked for explicitly
-    companions: List[str] = field(default_factory=lambda: list(COMPANIONS))
-    origin: Dict[str, str] = field(default_factory=dict)  # constraint -> where it came from ("--cuda", "snapshot")
-
-    @property
-    def driver_os(self) -> str:
-        return "windows" if self.wsl or self.platform == "win-amd64" else "linux"
-
-    def framework(self, name: str) -> Optional[FrameworkRequest]:
-        for f in self.frameworks:
-            if f.name == name:
-                return f
-        return None
-
-    def copy(self, **changes: Any) -> "Constraints":
-        data = dict(
-            frameworks=[FrameworkRequest(f.name, f.spec) for f in self.frameworks], cuda=self.cuda,
-            driver=self.driver, gpus=[GpuTarget(g.cc, g.label) for g in self.gpus], python=self.python,
-            platform=self.platform, wsl=self.wsl, cpu=self.cpu, companions=list(self.companions),
-            origin=dict(self.origin))
-        data.update(changes)
-        return Constraints(**data)
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {
-            "frameworks": [{"name": f.name, "spec": f.spec} for f in self.frameworks],
-            "cuda": self.cuda, "driver": self.driver,
-            "gpus": [{"cc": g.cc, "sm": g.sm, "label": g.label} for g in self.gpus],
-            "python": self.python, "platform": self.platform, "wsl": self.wsl, "cpu": self.cpu,
-            "companions": list(self.companions), "origin": dict(self.origin),
-        }
-
-
-# --------------------------------------------------------------------------- candidates
-
-
-@dataclass
-class Requirement:
-    """One line of the lock: ``text`` is a pip requirement ("torch==2.5.1+cu121"), ``note`` a comment."""
-
-    text: str
-    note: str = ""
-
-
-@dataclass
-class Candidate:
-    """One published build of one framework, with everything needed to judge and to write it."""
-
-    framework: str  # torch | tensorflow | jax
-    version: str  # "2.5.1"
-    build: str  # torch variant name ("cu121", "cpu") | "and-cuda" | "system-cuda" | jax plugin ("cuda12") | "cpu"
-    kind: str  # cuda | cpu
-    label: str  # "torch 2.5.1+cu121"
-    full_version: str  # version matched against the user's specifier ("2.5.1+cu121")
-    cuda: Optional[str] = None  # CUDA X.Y the build needs
-    cudnn: Optional[str] = None  # exact cuDNN version when known
-    python: Optional[str] = None  # specifier of CPython versions
-    platforms: List[str] = field(default_factory=list)
-    archs: List[str] = field(default_factory=list)  # sm_XY / compute_XY compiled in ([] = unknown)
-    archs_undecided_newer: bool = False  # PTX of the last arch disputed: newer GPUs "unknown", not "no"
-    cc_min: Optional[str] = None  # floor instead of an arch list (jax plugins)
-    driver_min: Optional[str] = None  # extra driver floor (jax plugins)
-    pins: Dict[str, str] = field(default_factory=dict)  # canonical package name -> specifier
-    pins_known: str = "metadata"  # metadata | cudnn-only | none
-    index_url: Optional[str] = None
-    requirements: List[Requirement] = field(default_factory=list)
-    notes: List[str] = field(default_factory=list)
-    unverified: List[str] = field(default_factory=list)
-    source: str = ""
-
-    @property
-    def cuda_major(self) -> Optional[int]:
-        v = _version(self.cuda) if self.cuda else None
-        return v.major if v is not None else None
-
-    @property
-    def requirement(self) -> str:
-        return self.requirements[0].text if self.requirements else ""
-
-    @property
-    def cuda_desc(self) -> str:
-        """"built for CUDA 12.4" (jax plugins: "CUDA 12 plugin, runtime >= 12.1"); "" for CPU builds."""
-        if self.kind != "cuda" or not self.cuda:
-            return ""
-        if self.framework == "jax":
-            return f"CUDA {self.cuda_major} plugin, runtime >= {self.cuda}"
-        return f"built for CUDA {self.cuda}"
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {
-            "framework": self.framework, "version": self.version, "build": self.build, "kind": self.kind,
-            "label": self.label, "cuda": self.cuda, "cudnn": self.cudnn, "python": self.python,
-            "platforms": list(self.platforms), "archs": list(self.archs), "index_url": self.index_url,
-            "requirements": [{"text": r.text, "note": r.note} for r in self.requirements],
-            "pins": dict(self.pins), "pins_known": self.pins_known, "notes": list(self.notes),
-            "unverified": list(self.unverified), "source": self.source,
-        }
-
-
-@functools.lru_cache(maxsize=1024)
-def _specset(text: str) -> Optional[SpecifierSet]:
-    try:
-        return SpecifierSet(text)
-    except InvalidSpecifier:
-        return None
-
-
-@functools.lru_cache(maxsize=1024)
-def _version(text: str) -> Optional[Version]:
-    return parse_version(text)
-
-
-@functools.lru_cache(maxsize=512)
-def _cudnn_on_gpu(m: Any, cudnn: str, cc: str, cuda_major: int) -> Optional[str]:
-    prob = cudnn_supports_gpu(m, cudnn, cc, cuda_major)
-    return prob.message if prob is not None else None
-
-
-@functools.lru_cache(maxsize=512)
-def _toolkit_driver(m: Any, cuda: Optional[str], os: str) -> Optional[str]:
-    return m.min_driver_for_cuda(cuda, os) if cuda else None
-
-
-@functools.lru_cache(maxsize=512)
-def _driver_ok(m: Any, driver: str, cuda: str, os: str) -> bool:
-    return bool(m.driver_runs_cuda(driver, cuda, os))
-
-
-@functools.lru_cache(maxsize=512)
-def _driver_floor_cached(m: Any, cuda: Optional[str], extra: Optional[str], os: str) -> Optional[str]:
-    v = _version(cuda) if cuda else None
-    if v is None:
-        return None
-    floor = m.mvc_floor(v.major, os) or m.min_driver_for_cuda(cuda, os)
-    if extra and (floor is None or _v(extra) > _v(floor)):
-        floor = extra
-    return floor
-
-
-def _pin_names(pins: Dict[str, str]) -> Dict[str, str]:
-    return {canonicalize_name(k): str(v) for k, v in (pins or {}).items()}
-
-
-def _sorted_desc(versions: Iterable[str]) -> List[str]:
-    return sorted(versions, key=lambda v: Version(v), reverse=True)
-
-
-def torch_candidate(m: Any, release: Any, patch: str, variant: Any, platform: str,
-                    companions: Sequence[str] = COMPANIONS) -> Candidate:
-    """The candidate for ``torch==patch`` of ``variant`` (a TorchVariant row) on ``platform``."""
-    default = release.default_variant(platform)
-    is_default = default is not None and default.name == variant.name
-    label = variant.local_label or f"+{variant.name}"
-    text = f"torch=={patch}" if is_default else f"torch=={patch}{label}"
-    spec = release.python_spec(patch)
-    archs = list(variant.arch_list_aarch64) if platform == "linux-aarch64" and variant.arch_list_aarch64 else list(variant.arch_list)
-    if variant.ptx and archs:
-        archs.append("compute_" + archs[-1].split("_", 1)[1])
-    cand = Candidate(
-        framework="torch", version=patch, build=variant.name, kind="cuda" if variant.kind == "cuda" else variant.kind,
-        label=f"torch {patch}{label}", full_version=f"{patch}{label}", cuda=variant.cuda, cudnn=variant.cudnn,
-        python=str(spec) if spec is not None else None, platforms=list(variant.platforms), archs=archs,
-        archs_undecided_newer=variant.ptx is None and bool(archs),
-        index_url=None if is_default else variant.index_url, source=m.row_source(variant))
-    note = f"CUDA {variant.cuda}, cuDNN {variant.cudnn or 'unknown'}" if variant.kind == "cuda" else "CPU build"
-    note += "; the PyPI default build, no index line needed" if is_default else f"; from {variant.index_url}"
-    cand.requirements.append(Requirement(text, note))
-    if variant.kind == "cuda" and platform.startswith("linux"):
-        # the PyPI default's pins: x86_64, and aarch64 where the data names the default a CUDA build (2.11+)
-        if variant.nvidia_pins and is_default and platform in ("linux-x86_64", "linux-aarch64"):
-            cand.pins = _pin_names(variant.nvidia_pins)
-        elif variant.cudnn and variant.cuda_major:
-            cand.pins = {f"nvidia-cudnn-cu{variant.cuda_major}": f"=={variant.cudnn}"}
-            cand.pins_known = "cudnn-only"
-        else:
-            cand.pins_known = "none"
-    prow = release.patch(patch)
-    if prow is not None:
-        for comp in companions:
-            ver = getattr(prow, comp, None)
-            if not ver:
-                cand.notes.append(f"no {comp} release is known for torch {patch}")
-                continue
-            req = getattr(prow, f"{comp}_requires", None)
-            cnote = f"companion of torch {patch}"
-            if req and not req.startswith("=="):
-                cnote += f" (it requires torch{req}, not an exact pin)"
-            cand.requirements.append(Requirement(f"{comp}=={ver}", cnote))
-        if prow.unverified:
-            cand.unverified.append(f"torch {patch}: {prow.verified}")
-    if variant.unverified:
-        cand.unverified.append(f"{cand.label}: {variant.verified}")
-    if variant.arch_unverified:
-        cand.unverified.append(f"{cand.label} arch list: {variant.arch_verified}")
-    return cand
-
-
-def tf_candidate(m: Any, release: Any, gpu: bool, platform: str, wsl: bool = False) -> Candidate:
-    v = release.tested
-    if not gpu:
-        name = "tensorflow-cpu" if platform == "linux-x86_64" else "tensorflow"
-        cand = Candidate(framework="tensorflow", version=v, build="cpu", kind="cpu", label=f"tensorflow {v} (CPU)",
-                         full_version=v, python=release.python, platforms=list(PLATFORMS), source=m.row_source(release))
-        cand.requirements.append(Requirement(f"{name}=={v}", "CPU-only build"))
-        cand.unverified.append(f"tensorflow {v}: CPU wheels per platform are not in the data (presumed published)")
-        return cand
-    plats = [p for p in release.gpu_platforms if p in PLATFORMS]
-    if "wsl2" in release.gpu_platforms and wsl:
-        plats.append("linux-x86_64")
-    elif wsl:
-        plats = [p for p in plats if p != "linux-x86_64"]
-    build = "and-cuda" if release.and_cuda else "system-cuda"
-    cand = Candidate(framework="tensorflow", version=v, build=build, kind="cuda",
-                     label=f"tensorflow {v}" + (" [and-cuda]" if release.and_cuda else ""), full_version=v,
-                     cuda=release.cuda, python=release.python, platforms=sorted(set(plats)),
-                     archs=list(release.compute_capabilities), source=m.row_source(release))
-    pin = release.cudnn_pin
-    if pin and pin.startswith("=="):
-        cand.cudnn = pin[2:]
-    if release.and_cuda:
-        cand.pins = _pin_names(release.and_cuda)
-        cand.requirements.append(Requirement(f"tensorflow[and-cuda]=={v}", f"built for CUDA {release.cuda}, cuDNN {release.cudnn}; "
-                                             "the and-cuda extra installs the nvidia-* wheels"))
-    else:
-        cand.pins_known = "none"
-        cand.requirements.append(Requirement(f"tensorflow=={v}", f"needs CUDA {release.cuda} and cuDNN {release.cudnn} installed "
-                                             "system-wide (no [and-cuda] extra before 2.14)"))
-        cand.notes.append(f"tensorflow {v} loads a system CUDA {release.cuda} / cuDNN {release.cudnn}: install them separately")
-    if not release.compute_capabilities:
-        cand.unverified.append(f"tensorflow {v}: its compiled compute capabilities are not in the data")
-    if release.unverified:
-        cand.unverified.append(f"tensorflow {v}: {release.verified}")
-    return cand
-
-
-def jax_candidate(m: Any, release: Any, plugin: Optional[Any]) -> Candidate:
-    v = release.version
-    if plugin is None:
-        cand = Candidate(framework="jax", version=v, build="cpu", kind="cpu", label=f"jax {v} (CPU)", full_version=v,
-                         python=release.requires_python, platforms=list(PLATFORMS), source=m.row_source(release))
-        cand.requirements.append(Requirement(f"jax=={v}", "CPU-only (no CUDA plugin)"))
-    else:
-        runtime = None
-        if plugin.cuda_runtime:
-            try:
-                lows = [s.version for s in SpecifierSet(plugin.cuda_runtime) if s.operator in (">=", "==", "~=")]
-            except InvalidSpecifier:
-                lows = []
-            runtime = _series(lows[0]) if lows else None
-        cand = Candidate(framework="jax", version=v, build=plugin.name, kind="cuda", label=f"jax {v} [{plugin.name}]",
-                         full_version=v, cuda=runtime or f"{plugin.cuda_major}.0", python=release.requires_python,
-                         platforms=list(JAX_GPU_PLATFORMS), cc_min=plugin.cc_min, driver_min=plugin.driver_min,
-                         source=m.row_source(plugin))
-        if plugin.cudnn_min and plugin.cudnn and plugin.cudnn.startswith("=="):
-            cand.cudnn = plugin.cudnn[2:]
-        pins = {f"nvidia-cudnn-cu{plugin.cuda_major}": plugin.cudnn}
-        if plugin.cuda_runtime and plugin.cuda_major == 12:
-            pins["nvidia-cuda-runtime-cu12"] = plugin.cuda_runtime
-        cand.pins = _pin_names(pins)
-        cand.requirements.append(Requirement(f"jax[{plugin.name}]=={v}", f"installs {plugin.package}{plugin.pin} with the "
-                                             f"nvidia-* wheels (cuDNN {plugin.cudnn}, CUDA runtime {plugin.cuda_runtime})"))
-        if plugin.unverified:
-            cand.unverified.append(f"{cand.label}: {plugin.verified}")
-    if release.jaxlib:
-        cand.requirements.append(Requirement(f"jaxlib{release.jaxlib}", f"what jax {v} requires"))
-    if release.unverified:
-        cand.unverified.append(f"jax {v}: {release.verified}")
-    return cand
-
-
-def _series(v: Optional[str]) -> Optional[str]:
-    pv = parse_version(v)
-    if pv is None:
-        return None
-    rel = pv.release + (0,)
-    return f"{rel[0]}.{rel[1]}"
-
-
-def enumerate_candidates(m: Any, name: str, c: Constraints) -> List[Candidate]:
+def enumerate_candidates(m: Any, name: str, c: Target) -> List[Candidate]:
     """Every build of ``name`` of the right kind (CUDA, or CPU when ``c.cpu``), newest first (version, then CUDA)."""
-    out: List[Candidate] = []
-    if name == "torch":
-        for rel in sorted(m.pytorch_releases, key=lambda r: Version(r.version), reverse=True):
-            if c.cpu:
-                variants = [v for v in rel.variants if v.kind == "cpu"]
-            else:
-                variants = sorted((v for v in rel.variants if v.kind == "cuda" and parse_version(v.cuda) is not None),
-                                  key=lambda v: Version(v.cuda), reverse=True)
-            for patch in _sorted_desc(rel.patches):
-                for var in variants:
-                    out.append(torch_candidate(m, rel, patch, var, c.platform, c.companions))
-    elif name == "tensorflow":
-        for rel in sorted(m.tensorflow_releases, key=lambda r: Version(r.tested), reverse=True):
-            for v in _sorted_desc(rel.versions):  # the tested release and the patch releases of the series
-                out.append(tf_candidate(m, rel.for_patch(v), not c.cpu, c.platform, c.wsl))
-    elif name == "jax":
-        for rel in sorted(m.jax_releases, key=lambda r: Version(r.version), reverse=True):
-            if c.cpu:
-                out.append(jax_candidate(m, rel, None))
-            else:
-                for key in sorted(rel.plugins, key=lambda k: rel.plugins[k].cuda_major, reverse=True):
-                    out.append(jax_candidate(m, rel, rel.plugins[key]))
-    return out
+    return registry.get(name).candidates(m, c)
 
 
-# --------------------------------------------------------------------------- judging one candidate
+def candidate_problems(m: Any, cand: Candidate, c: Target, warnings: Optional[List[str]] = None) -> List[Problem]:
+    """Every constraint ``cand`` breaks (empty: it fits): its framework's ``fits``."""
+    return registry.get(cand.framework).fits(m, cand, c, warnings)
 
 
-@dataclass
-class Problem:
-    """Why a candidate (or a pair) does not fit: ``key`` names the constraint ("cuda", "driver", "gpu:8.6",
-    "python", "platform", "spec:torch", "pins"), ``message`` says it in words."""
-
-    key: str
-    message: str
+def _known_versions(m: Any, name: str) -> List[str]:
+    return registry.get(name).known_versions(m)
 
 
-def driver_floor(m: Any, cand: Candidate, os: str) -> Optional[str]:
-    """Lowest driver that runs ``cand``: the MVC floor of its CUDA major (the toolkit driver for families without
-    one), raised to the plugin's own floor for jax."""
-    if cand.kind != "cuda" or cand.cuda_major is None:
-        return None
-    return _driver_floor_cached(m, cand.cuda, cand.driver_min, os)
+def _python_specs(m: Any, name: str) -> List[str]:
+    return registry.get(name).python_specs(m)
 
 
-def _v(text: Optional[str]) -> Version:
-    v = _version(str(text)) if text is not None else None
-    return v if v is not None else Version("0")
 
-
-def runs_on(cand: Candidate, cc: str) -> Tuple[Optional[bool], bool]:
-    """(does the build have kernels for cc, only through PTX JIT)."""
-    if cand.kind != "cuda":
-        return None, False
-    if cand.cc_min is not None:
-        return _v(cc) >= _v(cand.cc_min), False
-    if not cand.archs:
-        return None, False
-    result = build_runs_on_cc(cand.archs, cc)
-    if result is True:
-        sass = [a for a in cand.archs if str(a).startswith("sm_")]
-        return True, not build_runs_on_cc(sass, cc) if sass else True
-    if result is False and cand.archs_undecided_newer:
-        last = normalize_cc(cand.archs[-1])
-        if last is not None and _v(cc) > _v(last):
-            return None, False
-    return result, False
-
-
-def _arch_span(cand: Candidate) -> str:
-    if not cand.archs:
-        return "an unknown arch list"
-    if len(cand.archs) <= 3:
-        return ", ".join(cand.archs)
-    return f"{cand.archs[0]} … {cand.archs[-1]}"
-
-
-def candidate_problems(m: Any, cand: Candidate, c: Constraints, warnings: Optional[List[str]] = None) -> List[Problem]:
-    """Every constraint ``cand`` breaks (empty: it fits).  Unknown-but-possible fits go to ``warnings``."""
-    probs: List[Problem] = []
-    req = c.framework(cand.framework)
-    if req is not None and req.spec:
-        spec = _specset(normalize_spec(req.spec))
-        if spec is not None and not spec.contains(_version(cand.full_version), prereleases=True):
-            probs.append(Problem(f"spec:{cand.framework}", f"{cand.label} is not {req.display()}"))
-    if c.platform not in cand.platforms:
-        where = ", ".join(cand.platforms) or "no platform"
-        plat = c.platform + (" (WSL2)" if c.wsl else "")
-        probs.append(Problem("platform", f"{cand.label} is not published for {plat} (only {where})"))
-    if c.python and cand.python:
-        pyspec, pyv = _specset(cand.python), _version(c.python)
-        if pyspec is not None and pyv is not None and not pyspec.contains(pyv, prereleases=True):
-            probs.append(Problem("python", f"{cand.label} has no wheels for Python {c.python} (Python {cand.python})"))
-    if cand.kind != "cuda":
-        return probs
-    if c.cuda:
-        line = _v(c.cuda)
-        bv = _v(cand.cuda)
-        same_major = bv.major == line.major
-        exact_line = len(line.release) >= 2
-        if not same_major or (exact_line and (bv.major, bv.minor) > (line.major, line.minor)):
-            probs.append(Problem("cuda", f"{cand.label} is built for CUDA {cand.cuda}, outside the CUDA line {describe_line(c.cuda)}"))
-    need = _driver_floor_cached(m, cand.cuda, cand.driver_min, c.driver_os) if cand.kind == "cuda" else None
-    if c.driver:
-        ok = _driver_ok(m, c.driver, cand.cuda, c.driver_os)
-        if ok and cand.driver_min and _v(c.driver) < _v(cand.driver_min):
-            ok = False
-        if not ok:
-            probs.append(Problem("driver", f"the driver {c.driver} cannot run {cand.label} (needs >= {need or 'an unknown driver'})"))
-    for g in c.gpus:
-        fits, via_ptx = runs_on(cand, g.cc)
-        if fits is False:
-            if cand.cc_min is not None:
-                why = f"needs compute capability >= {cand.cc_min}"
-            else:
-                why = f"it is compiled for {_arch_span(cand)}"
-            probs.append(Problem(f"gpu:{g.cc}", f"{cand.label} has no kernels for GPU {g.display()}: {why}"))
-            continue
-        if fits is None and warnings is not None:
-            warnings.append(f"{cand.label}: whether it has kernels for {g.display()} is not known "
-                            f"({'its arch list is not in the data' if not cand.archs else 'PTX embedding is disputed'})")
-        if via_ptx:
-            toolkit = _toolkit_driver(m, cand.cuda, c.driver_os)
-            if c.driver and toolkit and _v(c.driver) < _v(toolkit):
-                probs.append(Problem("driver", f"{cand.label} runs on {g.display()} only through PTX JIT, which needs the "
-                                     f"CUDA {cand.cuda} toolkit driver >= {toolkit}; the driver is {c.driver}"))
-            elif warnings is not None:
-                warnings.append(f"{cand.label} runs on {g.display()} only through PTX JIT (first start compiles kernels; "
-                                f"needs driver >= {toolkit or 'the CUDA ' + str(cand.cuda) + ' toolkit driver'})")
-        if cand.cudnn and cand.cuda_major is not None:
-            why_not = _cudnn_on_gpu(m, cand.cudnn, g.cc, cand.cuda_major)
-            if why_not is not None:
-                probs.append(Problem(f"gpu:{g.cc}", f"{cand.label} brings {why_not} (GPU {g.display()})"))
-    return probs
-
-
-def describe_line(cuda: str) -> str:
-    v = _v(cuda)
-    if len(v.release) < 2:
-        return f"{v.major}.x"
-    return f"{v.major}.{v.minor} (or an older {v.major}.x)"
 
 
 # --------------------------------------------------------------------------- pins across frameworks
@@ -532,8 +96,9 @@ def _probe_versions(specs: Sequence[SpecifierSet]) -> List[Version]:
 @functools.lru_cache(maxsize=4096)
 def intersect(specs: Tuple[str, ...]) -> Optional[str]:
     """A version every specifier in ``specs`` accepts (as text), or None when they have nothing in common."""
-    sets = [_specset(s) for s in specs]
-    if any(x is None for x in sets):
+    maybe = [_specset(s) for s in specs]
+    sets = [x for x in maybe if x is not None]
+    if len(sets) != len(maybe):
         return None
     for v in sorted(set(_probe_versions(sets)), reverse=True):
         if all(ss.contains(v, prereleases=True) for ss in sets):
@@ -587,7 +152,7 @@ def group_problem(cands: Sequence[Candidate]) -> Optional[Problem]:
             p = pair_problem(a, b)
             if p is not None:
                 return p
-    names = set()
+    names: set = set()
     for cnd in cands:
         names.update(cnd.pins)
     for name in sorted(names):
@@ -739,44 +304,6 @@ LockResult = Any  # Lock | Clash  (both have .ok)
 # --------------------------------------------------------------------------- validation (bad targets)
 
 
-def normalize_spec(spec: str) -> str:
-    """A user's version text as a PEP 440 specifier: "2.5.1" -> "==2.5.1", "2.5" -> "==2.5.*", "=2.5.1" -> "==2.5.1"."""
-    text = str(spec or "").strip().replace(" ", "")
-    if not text:
-        return ""
-    if text.startswith("=") and not text.startswith("=="):
-        text = "=" + text
-    if text[0].isdigit():
-        v = parse_version(text)
-        if v is not None and not v.local and len(v.release) <= 2 and not v.is_prerelease:
-            return f"=={text}.*"
-        return f"=={text}"
-    return text
-
-
-def _known_versions(m: Any, name: str) -> List[str]:
-    if name == "torch":
-        vs = [p for r in m.pytorch_releases for p in r.patches]
-    elif name == "tensorflow":
-        vs = [v for r in m.tensorflow_releases for v in r.versions]
-    else:
-        vs = [r.version for r in m.jax_releases]
-    return sorted(set(vs), key=Version)
-
-
-def _python_specs(m: Any, name: str) -> List[str]:
-    if name == "torch":
-        out = []
-        for r in m.pytorch_releases:
-            for p in r.patches:
-                s = r.python_spec(p)
-                if s is not None:
-                    out.append(str(s))
-        return out
-    if name == "tensorflow":
-        return [r.python for r in m.tensorflow_releases if r.python]
-    return [r.requires_python for r in m.jax_releases if r.requires_python]
-
 
 def _span(items: Sequence[str]) -> str:
     if not items:
@@ -815,7 +342,7 @@ def validate(c: Constraints, m: Any) -> None:
         lines = m.cuda_series()
         v = parse_version(c.cuda)
         ok = v is not None and not v.local and len(v.release) <= 2
-        if ok:
+        if v is not None and ok:
             if len(v.release) == 1:
                 ok = any(_v(s).major == v.major for s in lines)
             else:
@@ -836,8 +363,8 @@ def validate(c: Constraints, m: Any) -> None:
         if pv is None or pv.major != 3:
             raise BadInput(f"--python-version {c.python!r} is not a Python 3 version (like 3.11)")
     for f in c.frameworks:
-        known = _known_versions(m, f.name)
-        if not known:
+        versions = _known_versions(m, f.name)
+        if not versions:
             raise BadInput(f"the compatibility data has no {f.name} releases")
         if f.spec:
             try:
@@ -845,8 +372,8 @@ def validate(c: Constraints, m: Any) -> None:
             except InvalidSpecifier:
                 raise BadInput(f"--{f.name} {f.spec!r} is not a version or a PEP 440 specifier") from None
             if not any(spec.contains(Version(k), prereleases=True) or
-                       (f.name == "torch" and _spec_has_local(spec, k)) for k in known):
-                raise BadInput(f"no {f.name} release in the data matches {f.spec!r}; known: {_span(known)}")
+                       (f.name == "torch" and _spec_has_local(spec, k)) for k in versions):
+                raise BadInput(f"no {f.name} release in the data matches {f.spec!r}; known: {_span(versions)}")
         if c.python is not None:
             specs = _python_specs(m, f.name)
             if specs and not any(_py_ok(s, c.python) for s in specs):
@@ -1180,7 +707,7 @@ def candidates_from_pins(m: Any, reqs: Sequence[PinnedRequirement], platform: st
         else:
             pv = parse_version(torch_req.version)
             rel = m.torch_release(torch_req.version) if pv is not None else None
-            if rel is None or not rel.has_patch(torch_req.version):
+            if pv is None or rel is None or not rel.has_patch(torch_req.version):
                 problems.append(f"torch {torch_req.version} is not in the compatibility data (collected {m.collected})")
             else:
                 var = rel.variant(pv.local) if pv.local else rel.default_variant(platform)
@@ -1251,8 +778,8 @@ def check(m: Any, target: Constraints, reqs: Sequence[PinnedRequirement], kinds:
                 problems.append(f"{cand.label} is served by {cand.index_url}, but the file has no index line for it")
     warnings: List[str] = []
     for cand in picks:
-        for p in candidate_problems(m, cand, target.copy(frameworks=[]), warnings):
-            problems.append(p.message)
+        for prob in candidate_problems(m, cand, target.copy(frameworks=[]), warnings):
+            problems.append(prob.message)
     gp = group_problem(picks)
     if gp is not None:
         problems.append(gp.message)

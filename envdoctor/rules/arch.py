@@ -26,6 +26,7 @@ from envdoctor.facts.gpus import gpu_label, kernel_for, newest_arch, variant_ser
 from envdoctor.facts.labels import row_source
 from envdoctor.facts.versions import major_minor as xy
 from envdoctor.facts.versions import parse_version
+from envdoctor.frameworks import registry
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
 from envdoctor.rules.context import Context
 from envdoctor.rules.cuda_driver import (  # moved by the frameworks branch (frameworks/*.candidates)
@@ -36,7 +37,7 @@ from envdoctor.rules.cuda_driver import (  # moved by the frameworks branch (fra
     torch_choice,
 )
 
-XLA_FAMILIES = ("tensorflow", "jax")
+XLA_FAMILIES = tuple(n for n, s in registry.SPECS.items() if s.xla)  # ("tensorflow", "jax")
 
 
 def _cc_groups(ctx, gpus) -> Dict[str, list]:
@@ -193,7 +194,8 @@ fix: `pip install torch==2.10.0 --index-url https://download.pytorch.org/whl/cu1
 )
 def gpu_arch_not_in_build(ctx: Context, r: Rule) -> List[Finding]:
     vis = visible_gpus(ctx)
-    if not vis.gpus or not ctx.has_nvidia_gpu:
+    # a GPU's arch against a build's does not depend on the driver: GPUs stated without one are judged too
+    if not vis.gpus or not (ctx.has_nvidia_gpu or ctx.snap.driver.state == "unknown"):
         return []
     m = ctx.matrices
     groups = _cc_groups(ctx, vis.gpus)

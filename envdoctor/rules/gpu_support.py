@@ -92,6 +92,18 @@ def _cudnn_found(ctx: Context) -> List[Tuple[str, Optional[int], str, str]]:
         if c.version and parse_version(c.version) is not None:
             src = c.evidence[0].source if c.evidence else f"file:{c.path}"
             out.append((c.version, None, f"{c.version} at {c.path}" if c.path else c.version, src))
+    if not ctx.snap.cudnn:
+        # a framework build that brings its own exact cuDNN (torch's Windows wheels bundle it; an index build's
+        # cuDNN wheel a plan does not lay in) loads that one where no cuDNN of its CUDA major is installed
+        majors = {m for _, m, _, _ in out}
+        for fw in ctx.frameworks:
+            v = parse_version(fw.cudnn_version)
+            cv = parse_version(fw.cuda_version)
+            if fw.build != "cuda" or v is None or len(v.release) < 3 or cv is None or cv.major in majors:
+                continue
+            src = fw.evidence[0].source if fw.evidence else f"python.frameworks:{fw.name}"
+            out.append((str(fw.cudnn_version), cv.major, f"cuDNN {fw.cudnn_version} of {fw.distribution or fw.name} "
+                                                         f"{fw.version}", src))
     return out
 
 
@@ -130,7 +142,10 @@ def cudnn_drops_gpu(ctx: Context, r: Rule) -> List[Finding]:
                 continue
             label = gpu_label(g, None)
             fix = [prob.fix]
-            if major is not None:
+            if src.startswith("python.frameworks:") or where.startswith("cuDNN "):
+                fix.append("The framework build brings this cuDNN itself: install a build of it whose cuDNN "
+                           "still supports the GPU (an older release, or one for another CUDA).")
+            elif major is not None:
                 fix.append(f'$ pip install "nvidia-cudnn-cu{major}{cudnn_cap_for_gpu(ctx.matrices, cc, major)}"')
             ev = [EvidenceItem("cuDNN found", where, src),
                   EvidenceItem(f"{label} compute capability", cc, "probe:nvidia"),
