@@ -20,14 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 INFRASTRUCTURE = {"base", "context", "engine", "catalogue", "summary"}
 
-# Rule -> rule imports still in the tree, each naming exactly what it takes. They are the framework choosers
-# and the ED320 helpers that other branches own; the lead removes these lines at merge.
-ALLOWED: Dict[Tuple[str, str], Set[str]] = {
-    ("envdoctor.rules.arch", "envdoctor.rules.cuda_driver"):
-        {"torch_choice", "tf_choice", "tf_command", "jax_choice", "jax_command"},  # moved by the frameworks branch
-    ("envdoctor.rules.machine", "envdoctor.rules.cuda_driver"): {"tf_choice", "tf_command"},  # frameworks branch
-    ("envdoctor.rules.gate_rules", "envdoctor.rules.cudnn_pins"): {"_pair_fix", "pin_clashes"},  # the libs branch
-}
+# Rule -> rule imports allowed, each naming exactly what it takes: none (the framework choosers live in
+# facts/choices.py, the pin clashes in facts/clashes.py). An entry here needs a reason next to it.
+ALLOWED: Dict[Tuple[str, str], Set[str]] = {}
 
 
 @dataclass(frozen=True)

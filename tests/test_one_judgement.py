@@ -60,7 +60,7 @@ def targets(draw: Any) -> Target:
     platform = draw(st.sampled_from(PLATFORMS))
     names = draw(st.lists(st.sampled_from(registry.names(lockable=True)), min_size=1, max_size=3, unique=True))
     os_ = "windows" if platform == "win-amd64" else "linux"
-    from envdoctor.lock.cli import parse_gpu
+    from envdoctor.lock.core import parse_gpu
 
     gpus = [parse_gpu(M, g) for g in draw(st.lists(st.sampled_from(_gpu_texts()), max_size=2, unique=True))]
     gpus = [g for i, g in enumerate(gpus) if g.cc not in {x.cc for x in gpus[:i]}]
@@ -76,7 +76,7 @@ def targets(draw: Any) -> Target:
 def _gate_errors(tmp: str, text: str, t: Target, kinds: Optional[Dict[str, str]] = None) -> List[str]:
     """The real gate code on a requirements file, for the target stated the way `gate` states it: its errors
     (and, given ``kinds``, framework -> the build kind meant, any framework it would install as another kind)."""
-    from envdoctor.gate.cli import run_gate
+    from envdoctor.gate.core import run_gate
 
     path = os.path.join(tmp, "requirements-cuda.txt")
     with open(path, "w", encoding="utf-8") as f:
@@ -119,7 +119,7 @@ def _laid_in(cands: Sequence[Candidate], pins: Dict[str, str]) -> Tuple[list, Di
 
 def _check_errors(t: Target, cands: Sequence[Candidate], pins: Dict[str, str]) -> List[str]:
     """check's rules on a snapshot of the target with the builds laid in."""
-    from envdoctor.commands import prepare_judgement
+    from envdoctor.doctor import prepare_judgement
     from envdoctor.rules.context import Context
     from envdoctor.rules.engine import run_rules
 

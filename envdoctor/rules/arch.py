@@ -29,7 +29,7 @@ from envdoctor.facts.versions import parse_version
 from envdoctor.frameworks import registry
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
 from envdoctor.rules.context import Context
-from envdoctor.rules.cuda_driver import (  # moved by the frameworks branch (frameworks/*.candidates)
+from envdoctor.facts.choices import (
     jax_choice,
     jax_command,
     tf_choice,

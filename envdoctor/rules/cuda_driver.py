@@ -18,90 +18,22 @@ frameworks modules own them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, List, Optional, Tuple
+from typing import List, Tuple
 
 from packaging.version import Version
 
-from envdoctor.facts.builds import CudaBuild, build_arch, companion_pins, cuda_builds
+from envdoctor.facts.builds import CudaBuild, build_arch, cuda_builds
+from envdoctor.facts.choices import jax_command, spec_target, tf_command, torch_choice
 from envdoctor.facts.driver import DriverFacts, cuda_floor, driver_evidence, driver_facts, driver_native, driver_runs
 from envdoctor.facts.gpus import Visible, gpu_label, kernel_for, variant_serves_cc, visible_gpus  # noqa: F401
 from envdoctor.facts.labels import row_source
-from envdoctor.facts.platform import platform_key, python_version
 from envdoctor.facts.versions import major_minor as xy
 from envdoctor.facts.versions import major_minor_version as vxy
 from envdoctor.facts.versions import parse_version
-from envdoctor.frameworks import jax as jax_fw, registry, tensorflow as tf_fw, torch as torch_fw
-from envdoctor.frameworks.base import Candidate, GpuTarget, Target
+from envdoctor.frameworks import registry
+from envdoctor.frameworks.base import Candidate
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
 from envdoctor.rules.context import Context
-from envdoctor.snapshot import Framework
-
-# --------------------------------------------------------------------------- small helpers
-
-
-def matrices(ctx: Context) -> Any:
-    """The matrices (the framework choosers below read them through this)."""
-    return ctx.matrices
-
-
-# --------------------------------------------------------------------------- alternatives from the matrices
-
-
-@dataclass
-class TorchChoice:
-    release: Any  # a TorchRelease row
-    variant: Any  # a TorchVariant row
-    patch: str
-
-    def command(self, ctx: Context) -> str:
-        """The install line: torch with the torchvision / torchaudio that are installed, at the versions
-        that match this torch (the patch row of matrices/pytorch.toml), from the same index (whose builds carry its CUDA label)."""
-        pins = "".join(f" {name}=={v}" for name, v in companion_pins(ctx, self.patch))
-        return f"$ pip install torch=={self.patch}{pins} --index-url {self.variant.index_url}"
-
-    def label(self) -> str:
-        return f"torch {self.patch} {self.variant.name} (CUDA {self.variant.cuda})"
-
-
-def torch_choice(ctx, fw: Framework, fits: Callable[[object], bool]) -> Optional[TorchChoice]:
-    """A torch CUDA build for which `fits(variant)` holds (the torch spec's choice: the same release's other
-    variants first, else the newest release that has one; only builds for this platform and Python)."""
-    m = matrices(ctx)
-    if m is None:
-        return None
-    py = python_version(ctx)
-    found = torch_fw.SPEC.choose_variant(m, fw.version, platform_key(ctx), str(py) if py else None, fits)
-    return TorchChoice(*found) if found is not None else None
-
-
-def tf_choice(ctx, fits: Callable[[object], bool]):
-    """The newest TensorFlow release (in the data) with a GPU build for this platform and Python that fits."""
-    m = matrices(ctx)
-    if m is None:
-        return None
-    py = python_version(ctx)
-    return tf_fw.SPEC.choose_release(m, platform_key(ctx), bool(ctx.snap.platform.wsl),
-                                                     str(py) if py else None, fits)
-
-
-def tf_command(rel) -> str:
-    extra = "[and-cuda]" if rel.and_cuda else ""
-    return f"$ pip install 'tensorflow{extra}~={rel.tested}'"
-
-
-def jax_choice(ctx, fits: Callable[[object, object], bool], prefer_version: Optional[str] = None):
-    """(release, plugin) for which fits(release, plugin) holds: the installed jax release first, else the newest."""
-    m = matrices(ctx)
-    if m is None:
-        return None
-    py = python_version(ctx)
-    return jax_fw.SPEC.choose_plugin(m, str(py) if py else None, fits, prefer_version)
-
-
-def jax_command(rel, plugin) -> str:
-    return f"$ pip install 'jax[{plugin.name}]=={rel.version}'"
-
 
 # --------------------------------------------------------------------------- ED100
 
@@ -114,17 +46,9 @@ _REFS = [
 ]
 
 
-def spec_target(ctx, driver: Optional[str], ccs: List[str]) -> Target:
-    """The inspected machine as the frameworks/ specs' Target: platform, Python X.Y, driver, GPUs."""
-    py = python_version(ctx)
-    return Target(frameworks=[], driver=driver, gpus=[GpuTarget(cc) for cc in ccs],
-                  python=f"{py.major}.{py.minor}" if py is not None else None, platform=platform_key(ctx),
-                  wsl=bool(ctx.snap.platform.wsl), companions=[])
-
-
 def _alternative(ctx, build: CudaBuild, df: DriverFacts, vis: Visible) -> Tuple[List[str], List[EvidenceItem]]:
     """A build of the same framework whose CUDA this driver runs (fix lines, matrix evidence)."""
-    m = matrices(ctx)
+    m = ctx.matrices
     fixes: List[str] = []
     ev: List[EvidenceItem] = []
     ccs = [c for c in (ctx.gpu_cc(g) for g in vis.gpus) if c]
@@ -209,7 +133,7 @@ def driver_too_old(ctx: Context, r: Rule) -> List[Finding]:
     builds = cuda_builds(ctx)
     if not builds:
         return []
-    m = matrices(ctx)
+    m = ctx.matrices
     vis = visible_gpus(ctx)
     failing = [b for b in builds if driver_runs(ctx, df, b.cuda) is False]
     floors = [f for f in (cuda_floor(m, b.cuda, df.os) for b in failing) if f and parse_version(f) is not None]

@@ -442,11 +442,11 @@ def requirements_contradict(ctx: Context, r: Rule) -> List[Finding]:
 # ----------------------------------------------------------------------------------------------
 def _pin_fix(ctx, package: str, names: Sequence[str]) -> List[str]:
     try:
-        from envdoctor.rules.cudnn_pins import _pair_fix, pin_clashes  # reuse check's concrete ways out
+        from envdoctor.facts.clashes import pair_fix, pin_clashes  # check's concrete ways out (ED320)
 
         for c in pin_clashes(ctx):
             if c.package == package:
-                return _pair_fix(ctx, c.broken, c.kept, list(names))
+                return pair_fix(ctx, c.broken, c.kept, list(names))
     except Exception:  # noqa: BLE001 - the generic advice below still applies
         pass
     return ["Pick framework releases whose nvidia-* pins agree, or install them in separate environments."]

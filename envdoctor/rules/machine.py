@@ -835,7 +835,7 @@ stub release holds no TensorFlow at all (error); the old, working one is an info
 )
 def deprecated_distribution_installed(ctx: Context, r: Rule) -> List[Finding]:
     from envdoctor.facts.labels import row_source
-    from envdoctor.rules.cuda_driver import tf_choice, tf_command
+    from envdoctor.facts.choices import tf_choice, tf_command
 
     m = ctx.matrices
     lookup = getattr(m, "deprecated_distribution", None)
