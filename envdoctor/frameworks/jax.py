@@ -1,0 +1,84 @@
+"""JAX: ``jax`` + ``jaxlib`` and the CUDA plugins (``jax-cudaNN-plugin`` / ``-pjrt``, installed by the
+``jax[cudaNN]`` extra); its builds are the jax release rows with their plugin rows (a plugin states a minimum
+compute capability and driver instead of an arch list).  XLA generates the GPU code."""
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
+
+from envdoctor.frameworks.base import PLATFORMS, Candidate, FrameworkSpec, Requirement, Target, _pin_names
+from envdoctor.knowledge.tables import parse_version
+
+JAX_GPU_PLATFORMS = ("linux-x86_64", "linux-aarch64")  # fact jax-native-windows-cuda: no CUDA on native Windows
+
+
+def jax_candidate(m: Any, release: Any, plugin: Optional[Any]) -> Candidate:
+    v = release.version
+    if plugin is None:
+        cand = Candidate(framework="jax", version=v, build="cpu", kind="cpu", label=f"jax {v} (CPU)", full_version=v,
+                         python=release.requires_python, platforms=list(PLATFORMS), source=m.row_source(release))
+        cand.requirements.append(Requirement(f"jax=={v}", "CPU-only (no CUDA plugin)"))
+    else:
+        runtime = None
+        if plugin.cuda_runtime:
+            try:
+                lows = [s.version for s in SpecifierSet(plugin.cuda_runtime) if s.operator in (">=", "==", "~=")]
+            except InvalidSpecifier:
+                lows = []
+            runtime = _series(lows[0]) if lows else None
+        cand = Candidate(framework="jax", version=v, build=plugin.name, kind="cuda", label=f"jax {v} [{plugin.name}]",
+                         full_version=v, cuda=runtime or f"{plugin.cuda_major}.0", python=release.requires_python,
+                         platforms=list(JAX_GPU_PLATFORMS), cc_min=plugin.cc_min, driver_min=plugin.driver_min,
+                         source=m.row_source(plugin))
+        if plugin.cudnn_min and plugin.cudnn and plugin.cudnn.startswith("=="):
+            cand.cudnn = plugin.cudnn[2:]
+        pins = {f"nvidia-cudnn-cu{plugin.cuda_major}": plugin.cudnn}
+        if plugin.cuda_runtime and plugin.cuda_major == 12:
+            pins["nvidia-cuda-runtime-cu12"] = plugin.cuda_runtime
+        cand.pins = _pin_names(pins)
+        cand.requirements.append(Requirement(f"jax[{plugin.name}]=={v}", f"installs {plugin.package}{plugin.pin} with the "
+                                             f"nvidia-* wheels (cuDNN {plugin.cudnn}, CUDA runtime {plugin.cuda_runtime})"))
+        if plugin.unverified:
+            cand.unverified.append(f"{cand.label}: {plugin.verified}")
+    if release.jaxlib:
+        cand.requirements.append(Requirement(f"jaxlib{release.jaxlib}", f"what jax {v} requires"))
+    if release.unverified:
+        cand.unverified.append(f"jax {v}: {release.verified}")
+    return cand
+
+
+def _series(v: Optional[str]) -> Optional[str]:
+    pv = parse_version(v)
+    if pv is None:
+        return None
+    rel = pv.release + (0,)
+    return f"{rel[0]}.{rel[1]}"
+
+
+class JaxSpec(FrameworkSpec):
+    name = "jax"
+    distributions = {"jax": "gpu", "jaxlib": "cpu", "jax-cuda11-plugin": "plugin", "jax-cuda12-plugin": "plugin",
+                     "jax-cuda13-plugin": "plugin", "jax-cuda11-pjrt": "plugin", "jax-cuda12-pjrt": "plugin",
+                     "jax-cuda13-pjrt": "plugin"}
+    xla = True
+
+    def candidates(self, m: Any, target: Target) -> List[Candidate]:
+        out: List[Candidate] = []
+        for rel in sorted(m.jax_releases, key=lambda r: Version(r.version), reverse=True):
+            if target.cpu:
+                out.append(jax_candidate(m, rel, None))
+            else:
+                for key in sorted(rel.plugins, key=lambda k: rel.plugins[k].cuda_major, reverse=True):
+                    out.append(jax_candidate(m, rel, rel.plugins[key]))
+        return out
+
+    def known_versions(self, m: Any) -> List[str]:
+        return sorted({r.version for r in m.jax_releases}, key=Version)
+
+    def python_specs(self, m: Any) -> List[str]:
+        return [r.requires_python for r in m.jax_releases if r.requires_python]
+
+
+SPEC = JaxSpec()
