@@ -7,12 +7,12 @@ lock, gate and check to judge it.
 """
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any, List, Optional, Tuple
 
 from packaging.version import Version
 
 from envdoctor.frameworks.base import Candidate, FrameworkSpec, Problem, Requirement, Target, _pin_names, _v
-from envdoctor.knowledge.framework_tables import BuildRow, all_versions, build_table
+from envdoctor.knowledge.framework_tables import BuildRow, all_versions, build_table, row_for
 
 
 class TableSpec(FrameworkSpec):
@@ -20,6 +20,8 @@ class TableSpec(FrameworkSpec):
     table: str = ""
     #: the GPU distribution its rows describe ("onnxruntime-gpu")
     gpu_distribution: str = ""
+    #: Problem keys check leaves to a rule of the framework's own ("driver": ED681 judges onnxruntime's driver)
+    check_skips: Tuple[str, ...] = ()
 
     def candidate(self, row: BuildRow, version: str) -> Candidate:
         label = f"{self.gpu_distribution} {version}"
@@ -71,3 +73,23 @@ class TableSpec(FrameworkSpec):
 
     def python_specs(self, m: Any) -> List[str]:
         return sorted({r.python_for(v) for r in build_table(self.table).rows for v in r.versions})
+
+    def installed_candidate(self, fw: Any, platform: str) -> Optional[Candidate]:
+        """The installed CUDA build ``fw`` (a snapshot Framework) as a candidate for ``platform``: its row, with the
+        CUDA / cuDNN the installed files state; a release the table lacks is judged by those files alone."""
+        if fw.build != "cuda":
+            return None
+        row = row_for(self.table, fw.version)
+        if row is not None:
+            cand = self.candidate(row, fw.version)
+        elif fw.cuda_version:
+            cand = Candidate(framework=self.name, version=fw.version, build="cuda", kind="cuda",
+                             label=f"{fw.distribution} {fw.version}", full_version=fw.version, pins_known="none",
+                             source="the installed files")
+        else:
+            return None
+        cand.cuda = fw.cuda_version or cand.cuda
+        cand.cudnn = fw.cudnn_version or cand.cudnn
+        cand.platforms = [platform]  # it is installed: the wheel exists for this machine
+        return cand
+
