@@ -74,6 +74,11 @@ class TableSpec(FrameworkSpec):
     def python_specs(self, m: Any) -> List[str]:
         return sorted({r.python_for(v) for r in build_table(self.table).rows for v in r.versions})
 
+    def pinned_candidate(self, version: str) -> Optional[Candidate]:
+        """The build a lock's ``NAME==version`` line names, or None when the table lacks the release."""
+        row = row_for(self.table, version)
+        return self.candidate(row, version) if row is not None else None
+
     def installed_candidate(self, fw: Any, platform: str) -> Optional[Candidate]:
         """The installed CUDA build ``fw`` (a snapshot Framework) as a candidate for ``platform``: its row, with the
         CUDA / cuDNN the installed files state; a release the table lacks is judged by those files alone."""
