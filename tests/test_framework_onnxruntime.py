@@ -7,7 +7,6 @@ import json
 import re
 import sys
 from email.parser import Parser
-from pathlib import Path
 
 import pytest
 from packaging.specifiers import SpecifierSet
@@ -16,36 +15,10 @@ from packaging.version import Version
 from envdoctor.frameworks import registry
 from envdoctor.knowledge.framework_tables import build_table, row_for
 from envdoctor.lock.cli import FW_EXAMPLES
-from envdoctor.snapshot_io import dump_json
-from tests.snapfactory import machine
-from tests.test_probe_pyenv import FakeVenv, ctx_for, fixture, run_probe
+from tests.framework_cli import check_json, cli, gate_json, lock_json, picks, snapshot_with
+from tests.test_probe_pyenv import fixture
 
 TABLE = "onnxruntime.toml"
-
-
-def cli(args, capsys):
-    from envdoctor.cli import main
-
-    with pytest.raises(SystemExit) as info:
-        main(list(args))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err
-    return info.value.code, out, err
-
-
-def lock_json(capsys, *args):
-    rc, out, err = cli(["lock", "--format", "json", *args], capsys)
-    return rc, (json.loads(out) if out.strip() else None), err
-
-
-def gate_json(capsys, path, *args):
-    rc, out, _ = cli(["gate", str(path), "--offline", "--format", "json", *args], capsys)
-    data = json.loads(out)
-    return rc, [f for unit in data["inputs"] for f in unit["findings"]]
-
-
-def picks(data):
-    return {p["framework"]: p["requirement"] for p in data["record"]["picks"]}
 
 
 # --------------------------------------------------------------------------- the data against the real wheels
@@ -174,22 +147,11 @@ def test_what_lock_writes_gate_accepts(capsys, tmp_path, target):
 # --------------------------------------------------------------------------- check
 
 
-def _snapshot_with(tmp_path, version: str, **target) -> Path:
-    """A venv holding onnxruntime-gpu's real METADATA and build info, probed by the real probe, on a stated machine."""
-    v = FakeVenv(tmp_path / "venv")
-    v.dist(f"onnxruntime_gpu-{version}.dist-info", fixture(f"METADATA_onnxruntime_gpu-{version}"),
-           {"onnxruntime/capi/build_and_package_info.py": fixture(f"onnxruntime_gpu_build_and_package_info_{version}.py")})
-    env = run_probe(ctx_for(python=v.python)).python
-    snap = machine(**target)
-    snap.python = env
-    path = tmp_path / "snap.json"
-    path.write_text(dump_json(snap.to_dict()))
-    return path
-
-
-def check_json(capsys, path):
-    rc, out, _ = cli(["check", "--snapshot", str(path), "--format", "json"], capsys)
-    return rc, json.loads(out)["findings"]
+def _snapshot_with(tmp_path, version: str, **target):
+    """onnxruntime-gpu's real METADATA and build info in a venv, probed by the real probe, on a stated machine."""
+    return snapshot_with(tmp_path, f"onnxruntime_gpu-{version}.dist-info", fixture(f"METADATA_onnxruntime_gpu-{version}"),
+                         {"onnxruntime/capi/build_and_package_info.py":
+                          fixture(f"onnxruntime_gpu_build_and_package_info_{version}.py")}, **target)
 
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="the fixture wheels are cp311+ (the probe reads the running Python)")
