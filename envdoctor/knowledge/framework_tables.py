@@ -16,6 +16,7 @@ from packaging.version import InvalidVersion, Version
 from envdoctor.knowledge.extra_tables import Table, _table, _text
 
 PLATFORM_KEYS = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64")
+FRAMEWORK_TABLES = {"onnxruntime": "onnxruntime-gpu", "paddle": "paddlepaddle-gpu"}  # matrices/NAME.toml -> its distribution
 
 
 @dataclass(frozen=True)
