@@ -95,8 +95,8 @@ def test_lock_refuses_a_driver_below_every_cuda_floor(capsys):
 def test_lock_spec_and_python_outside_the_data_are_bad_input(capsys):
     rc, _, err = cli(["lock", "--onnxruntime=1.99", "--driver", "580.65.06"], capsys)
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "onnxruntime" in err
-    rc, _, err = cli(["lock", "--onnxruntime", "--driver", "580.65.06", "--python-version", "3.7"], capsys)
-    assert rc == 2 and "Python 3.7" in err
+    rc, _, err = cli(["lock", "--onnxruntime", "--driver", "580.65.06", "--python-version", "3.6"], capsys)
+    assert rc == 2 and "Python 3.6" in err
 
 
 def test_lock_check_rejects_the_file_on_an_older_driver(capsys, tmp_path):
