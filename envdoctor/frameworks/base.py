@@ -80,7 +80,7 @@ class Target:
         return None
 
     def copy(self, **changes: Any) -> "Target":
-        data = dict(
+        data: Dict[str, Any] = dict(
             frameworks=[FrameworkRequest(f.name, f.spec) for f in self.frameworks], cuda=self.cuda,
             driver=self.driver, gpus=[GpuTarget(g.cc, g.label) for g in self.gpus], python=self.python,
             platform=self.platform, wsl=self.wsl, cpu=self.cpu, companions=list(self.companions),
@@ -308,7 +308,7 @@ def common_problems(m: Any, cand: Candidate, c: Target, warnings: Optional[List[
     req = c.framework(cand.framework)
     if req is not None and req.spec:
         spec = specset(normalize_spec(req.spec))
-        if spec is not None and not spec.contains(_version(cand.full_version), prereleases=True):
+        if spec is not None and not spec.contains(_v(cand.full_version), prereleases=True):
             probs.append(Problem(f"spec:{cand.framework}", f"{cand.label} is not {req.display()}"))
     if c.platform not in cand.platforms:
         where = ", ".join(cand.platforms) or "no platform"
@@ -436,7 +436,7 @@ class FrameworkSpec(abc.ABC):
         out = self.candidates(m, target)
         if ss is None:
             return out
-        return [c for c in out if ss.contains(_version(c.full_version), prereleases=prereleases)]
+        return [c for c in out if ss.contains(_v(c.full_version), prereleases=prereleases)]
 
     def choose(self, m: Any, target: Target, specifier: str = "",
                accept: Optional[Any] = None) -> Optional[Candidate]:

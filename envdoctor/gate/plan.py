@@ -32,6 +32,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.default_index import DEFAULT_INDEX_LABEL, default_index, is_default_index
+from envdoctor.frameworks.jax import jax_candidate
 from envdoctor.gate.inputs import IndexOption, InputRequirement, InputUnit, Location
 from envdoctor.snapshot import GPU, Driver, Evidence, Framework, Platform, ProbeStatus, PythonEnv, Snapshot
 
@@ -1295,6 +1296,13 @@ class _Planner:
                     major = int(re.sub(r"\D", "", row.cuda_extra) or 0) or None
                 with_cuda = mm.group(2) != "local"
         pl = row.plugins.get(f"cuda{major}") if major is not None else None
+        if pl is not None and with_cuda and self.t.platform is not None:
+            # the plugin wheels exist only where the jax spec's candidate is published (no CUDA on native Windows)
+            cand = jax_candidate(self.m, row, pl)
+            if self.t.platform not in cand.platforms:
+                self.problem("no-wheel-platform", "error", primary.raw, pkg.requirements, package=pl.package,
+                             version=_lower_or(pl.pin, text), platform=self.t.platform, platforms=list(cand.platforms))
+                pkg.installable = False
         if wanted and pl is None:
             self.problem("no-extra", "warning", primary.raw, pkg.requirements, package="jax", version=text,
                          extra=wanted, family="jax",

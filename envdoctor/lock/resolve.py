@@ -96,8 +96,9 @@ def _probe_versions(specs: Sequence[SpecifierSet]) -> List[Version]:
 @functools.lru_cache(maxsize=4096)
 def intersect(specs: Tuple[str, ...]) -> Optional[str]:
     """A version every specifier in ``specs`` accepts (as text), or None when they have nothing in common."""
-    sets = [_specset(s) for s in specs]
-    if any(x is None for x in sets):
+    maybe = [_specset(s) for s in specs]
+    sets = [x for x in maybe if x is not None]
+    if len(sets) != len(maybe):
         return None
     for v in sorted(set(_probe_versions(sets)), reverse=True):
         if all(ss.contains(v, prereleases=True) for ss in sets):
@@ -151,7 +152,7 @@ def group_problem(cands: Sequence[Candidate]) -> Optional[Problem]:
             p = pair_problem(a, b)
             if p is not None:
                 return p
-    names = set()
+    names: set = set()
     for cnd in cands:
         names.update(cnd.pins)
     for name in sorted(names):
@@ -341,7 +342,7 @@ def validate(c: Constraints, m: Any) -> None:
         lines = m.cuda_series()
         v = parse_version(c.cuda)
         ok = v is not None and not v.local and len(v.release) <= 2
-        if ok:
+        if v is not None and ok:
             if len(v.release) == 1:
                 ok = any(_v(s).major == v.major for s in lines)
             else:
@@ -362,8 +363,8 @@ def validate(c: Constraints, m: Any) -> None:
         if pv is None or pv.major != 3:
             raise BadInput(f"--python-version {c.python!r} is not a Python 3 version (like 3.11)")
     for f in c.frameworks:
-        known = _known_versions(m, f.name)
-        if not known:
+        versions = _known_versions(m, f.name)
+        if not versions:
             raise BadInput(f"the compatibility data has no {f.name} releases")
         if f.spec:
             try:
@@ -371,8 +372,8 @@ def validate(c: Constraints, m: Any) -> None:
             except InvalidSpecifier:
                 raise BadInput(f"--{f.name} {f.spec!r} is not a version or a PEP 440 specifier") from None
             if not any(spec.contains(Version(k), prereleases=True) or
-                       (f.name == "torch" and _spec_has_local(spec, k)) for k in known):
-                raise BadInput(f"no {f.name} release in the data matches {f.spec!r}; known: {_span(known)}")
+                       (f.name == "torch" and _spec_has_local(spec, k)) for k in versions):
+                raise BadInput(f"no {f.name} release in the data matches {f.spec!r}; known: {_span(versions)}")
         if c.python is not None:
             specs = _python_specs(m, f.name)
             if specs and not any(_py_ok(s, c.python) for s in specs):
@@ -706,7 +707,7 @@ def candidates_from_pins(m: Any, reqs: Sequence[PinnedRequirement], platform: st
         else:
             pv = parse_version(torch_req.version)
             rel = m.torch_release(torch_req.version) if pv is not None else None
-            if rel is None or not rel.has_patch(torch_req.version):
+            if pv is None or rel is None or not rel.has_patch(torch_req.version):
                 problems.append(f"torch {torch_req.version} is not in the compatibility data (collected {m.collected})")
             else:
                 var = rel.variant(pv.local) if pv.local else rel.default_variant(platform)
@@ -789,8 +790,8 @@ def check(m: Any, target: Constraints, reqs: Sequence[PinnedRequirement], kinds:
                 problems.append(f"{cand.label} is served by {cand.index_url}, but the file has no index line for it")
     warnings: List[str] = []
     for cand in picks:
-        for p in candidate_problems(m, cand, target.copy(frameworks=[]), warnings):
-            problems.append(p.message)
+        for prob in candidate_problems(m, cand, target.copy(frameworks=[]), warnings):
+            problems.append(prob.message)
     gp = group_problem(picks)
     if gp is not None:
         problems.append(gp.message)

@@ -24,6 +24,8 @@ from typing import Callable, List, Optional, Tuple
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
+from envdoctor.frameworks import registry
+from envdoctor.frameworks.base import Candidate, GpuTarget, Target
 from envdoctor.rules.base import EvidenceItem, rule
 from envdoctor.rules.context import parse_version, row_source
 from envdoctor.snapshot import GPU, Framework
@@ -657,6 +659,14 @@ _REFS = [
 ]
 
 
+def spec_target(ctx, driver: Optional[str], ccs: List[str]) -> Target:
+    """The inspected machine as the frameworks/ specs' Target: platform, Python X.Y, driver, GPUs."""
+    py = python_version(ctx)
+    return Target(frameworks=[], driver=driver, gpus=[GpuTarget(cc) for cc in ccs],
+                  python=f"{py.major}.{py.minor}" if py is not None else None, platform=platform_key(ctx),
+                  wsl=bool(ctx.snap.platform.wsl), companions=[])
+
+
 def _alternative(ctx, build: CudaBuild, df: DriverFacts, vis: Visible) -> Tuple[List[str], List[EvidenceItem]]:
     """A build of the same framework whose CUDA this driver runs (fix lines, matrix evidence)."""
     m = matrices(ctx)
@@ -676,25 +686,26 @@ def _alternative(ctx, build: CudaBuild, df: DriverFacts, vis: Visible) -> Tuple[
             fixes.append(ch.command(ctx))
             ev.append(EvidenceItem(f"torch {ch.release.version} {ch.variant.name}", f"CUDA {ch.variant.cuda}",
                                    row_source(m, ch.variant)))
-    elif build.family == "tensorflow":
-        rel = tf_choice(ctx, lambda r: driver_runs(ctx, df, r.cuda) is True)
-        if rel is not None:
+    elif build.family in ("tensorflow", "jax"):
+        # the same judgement lock and gate make (frameworks/): the newest build that fits the whole target
+        spec = registry.get(build.family)
+        target = spec_target(ctx, df.version, ccs)
+        jv = ctx.framework("jax") if build.family == "jax" else None
+
+        def runs(cand: Candidate) -> bool:
+            return bool(cand.cuda) and driver_runs(ctx, df, cand.cuda if build.family == "tensorflow"
+                                                   else str(cand.cuda_major)) is True
+
+        cand = spec.choose(m, target, f"=={jv.version}", accept=runs) if jv is not None else None
+        cand = cand or spec.choose(m, target, accept=runs)
+        if cand is not None and build.family == "tensorflow":
+            rel = m.tf_release(cand.version)
             fixes.append(f"or install TensorFlow {rel.tested} (built for CUDA {rel.cuda}, which this driver runs):")
             fixes.append(tf_command(rel))
             ev.append(EvidenceItem(f"tensorflow {rel.version}", f"CUDA {rel.cuda}", row_source(m, rel)))
-    elif build.family == "jax":
-        jv = ctx.framework("jax")
-
-        def jfits(rel, plugin) -> bool:
-            if driver_runs(ctx, df, str(plugin.cuda_major)) is not True:
-                return False
-            if df.version and parse_version(plugin.driver_min) is not None:
-                return Version(df.version) >= Version(plugin.driver_min)
-            return True
-
-        ch = jax_choice(ctx, jfits, jv.version if jv is not None else None)
-        if ch is not None:
-            rel, plugin = ch
+        elif cand is not None:
+            rel = m.jax_release(cand.version)
+            plugin = rel.plugins[cand.build]
             fixes.append(f"or install jax {rel.version} with its CUDA {plugin.cuda_major} plugin ({plugin.package}):")
             if build.fw.distribution and build.fw.distribution != plugin.package:
                 fixes.append(f"$ pip uninstall -y {build.fw.distribution}")

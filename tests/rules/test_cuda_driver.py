@@ -79,7 +79,9 @@ def test_tensorflow_alone_gets_a_tensorflow_alternative(mat):
     [f] = [f for f in run(snap, mat) if f.id == "ED100"]
     assert f.severity == "error" and "tensorflow 2.15.0" in f.message and "12.2" in f.message
     tf_cmds = [x for x in f.fix if x.startswith("$ pip install 'tensorflow")]
-    assert tf_cmds and "2.14" in tf_cmds[0]  # newest TF built for CUDA 11 (11.8 runs on 470 via MVC)
+    # the newest TF built for CUDA 11 that lock would also choose here: 2.13/2.14 (11.8) run on 470 via MVC, but
+    # reach sm_86 only through compute_80 PTX, which the CUDA 11.8 toolkit driver (>= 520) must JIT (issue #13)
+    assert tf_cmds and "2.12" in tf_cmds[0]
 
 
 def test_jax_cuda13_plugin_on_a_cuda12_driver_suggests_the_cuda12_plugin_of_the_same_release(mat):

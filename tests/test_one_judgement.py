@@ -1,0 +1,236 @@
+"""One judgement, three uses (issue #13): what ``lock`` writes, ``gate`` passes and ``check`` finds clean.
+
+A property test over targets -- CUDA line, driver, GPUs, frameworks, platform, Python -- all drawn from the real
+matrices (no target is special-cased): every lock the real lock code writes is judged without an error by the real
+gate code on the same target (reading the written file) and by check's rules on a snapshot of that target with the
+locked builds laid in; when lock refuses, gate fails every build of the refused framework it would have considered.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from packaging.version import Version
+
+from envdoctor.errors import BadInput
+from envdoctor.frameworks import registry
+from envdoctor.frameworks.base import Candidate, FrameworkRequest, GpuTarget, Target
+from envdoctor.knowledge import load_matrices
+from envdoctor.lock.render import Meta, render
+from envdoctor.lock.resolve import intersect, resolve
+from tests import snapfactory
+
+M = load_matrices()
+PLATFORMS = ("linux-x86_64", "linux-aarch64", "win-amd64")
+PYTHONS = [f"3.{n}" for n in range(9, 15)]
+LINES = [s for s in M.cuda_series() if Version("11.8") <= Version(s) < Version("14")]
+GPU_CCS = sorted(M.archs, key=Version)
+
+
+def _drivers(os_: str) -> List[str]:
+    """Real driver versions from the data: each CUDA line's toolkit driver and each major's MVC floor, 450-590."""
+    found = {M.min_driver_for_cuda(s, os_) for s in M.cuda_series()}
+    found |= {M.mvc_floor(major, os_) for major in (11, 12, 13)}
+    return sorted((d for d in found if d and 450 <= Version(d).major <= 590), key=Version)
+
+
+DRIVERS = {"linux": _drivers("linux"), "windows": _drivers("windows")}
+
+
+def _gpu_texts() -> List[str]:
+    """sm_XY of every GPU arch the data knows, plus the arch-specific spellings (sm_90a ...) of those whose CUDA
+    builds have them in the data."""
+    out = ["sm_" + cc.replace(".", "") for cc in GPU_CCS]
+    for cc in GPU_CCS:
+        if Version(cc) >= Version("9.0"):
+            out.append("sm_" + cc.replace(".", "") + "a")
+    return out
+
+
+@st.composite
+def targets(draw: Any) -> Target:
+    platform = draw(st.sampled_from(PLATFORMS))
+    names = draw(st.lists(st.sampled_from(registry.names(lockable=True)), min_size=1, max_size=3, unique=True))
+    os_ = "windows" if platform == "win-amd64" else "linux"
+    from envdoctor.lock.cli import parse_gpu
+
+    gpus = [parse_gpu(M, g) for g in draw(st.lists(st.sampled_from(_gpu_texts()), max_size=2, unique=True))]
+    gpus = [g for i, g in enumerate(gpus) if g.cc not in {x.cc for x in gpus[:i]}]
+    return Target(frameworks=[FrameworkRequest(n) for n in names],
+                  cuda=draw(st.none() | st.sampled_from(LINES)),
+                  driver=draw(st.none() | st.sampled_from(DRIVERS[os_])),
+                  gpus=gpus, python=draw(st.sampled_from(PYTHONS)), platform=platform, companions=[])
+
+
+# --------------------------------------------------------------------------- the three judges
+
+
+def _gate_errors(tmp: str, text: str, t: Target, kinds: Optional[Dict[str, str]] = None) -> List[str]:
+    """The real gate code on a requirements file, for the target stated the way `gate` states it: its errors
+    (and, given ``kinds``, framework -> the build kind meant, any framework it would install as another kind)."""
+    from envdoctor.gate.cli import run_gate
+
+    path = os.path.join(tmp, "requirements-cuda.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    result = run_gate([path], driver=t.driver, gpus=[g.label or g.sm for g in t.gpus], python_version=t.python,
+                      platform=t.platform, offline=True, fresh=True, kind=None)
+    errors = [f"{x.finding.id}: {x.finding.message}" for u in result.units for x in u.located
+              if x.finding.severity == "error"]
+    if kinds is not None:  # a build gate plans as another kind (a CPU build for a CUDA one) is not the one judged
+        for u in result.units:
+            for fw in u.plan.frameworks:
+                want = kinds.get(fw.name)
+                if want is not None and fw.build != want:
+                    errors.append(f"gate installs {fw.distribution} {fw.version} as a {fw.build} build, not {want}")
+    return errors
+
+
+def _laid_in(cands: Sequence[Candidate], pins: Dict[str, str]) -> Tuple[list, Dict[str, str]]:
+    """Snapshot frameworks and packages of an environment holding ``cands`` (and a version of every pin)."""
+    fws: list = []
+    for c in cands:
+        cuda = c.cuda if c.kind == "cuda" else None
+        requires = [f"{n}{sp}" for n, sp in c.pins.items()]
+        if c.framework == "torch":
+            fws.append(snapfactory.torch(c.full_version, cuda=cuda, cudnn=c.cudnn, requires=requires))
+        elif c.framework == "tensorflow":
+            dist = c.requirement.split("[")[0].split("=")[0]
+            fws.append(snapfactory.tensorflow(c.version, cuda=cuda, cudnn=c.cudnn, dist=dist,
+                                              requires=[f'{r}; extra == "and-cuda"' for r in requires]))
+        elif c.framework == "jax":
+            plugin = f"jax-cuda{c.cuda_major}-plugin" if c.kind == "cuda" else None
+            fws.extend(snapfactory.jax(c.version, plugin=plugin, requires=requires))
+    packages = {}
+    for name, spec in pins.items():
+        v = intersect((spec,))
+        if v is not None:
+            packages[name] = v
+    return fws, packages
+
+
+def _check_errors(t: Target, cands: Sequence[Candidate], pins: Dict[str, str]) -> List[str]:
+    """check's rules on a snapshot of the target with the builds laid in."""
+    from envdoctor.commands import prepare_judgement
+    from envdoctor.rules.context import Context
+    from envdoctor.rules.engine import run_rules
+
+    from envdoctor.gate.plan import stated_snapshot
+
+    fws, packages = _laid_in(cands, pins)
+    snap = stated_snapshot(M, driver=t.driver, gpus=[g.label or g.sm for g in t.gpus], python=t.python,
+                           platform=t.platform)  # the target's facts, stated; what is not stated stays unknown
+    snap.python.frameworks = fws
+    snap.python.packages = dict(packages, **{fw.distribution: fw.version for fw in fws})
+    rules, matrices, _ = prepare_judgement((), (), "check")
+    findings = run_rules(Context(snap, matrices), rules)
+    return [f"{f.id}: {f.message}" for f in findings if f.severity == "error"]
+
+
+def _lock_pins(lock: Any) -> Dict[str, str]:
+    pins: Dict[str, str] = {}
+    for p in lock.picks:
+        pins.update(p.pins)
+    pins.update({s.name: s.spec for s in lock.shared_pins})
+    return pins
+
+
+def _requirements(cands: Sequence[Candidate]) -> str:
+    lines: List[str] = []
+    for c in cands:
+        if c.index_url:
+            lines.append(f"--extra-index-url {c.index_url}")
+    for c in cands:
+        lines.extend(registry.get(c.framework).install_requirements(c))
+    return "\n".join(lines) + "\n"
+
+
+def _one_target(t: Target, tmp: str) -> Optional[str]:
+    """None when the three judges agree on ``t``, else what disagreed (a message)."""
+    try:
+        result = resolve(t, M, explain=False)
+    except BadInput:
+        return None  # a target no data can describe: refused before any judging (gate refuses it too)
+    if result.ok:
+        text = render(result, "requirements", Meta(command="envdoctor lock (property test)"))
+        gate = _gate_errors(tmp, text, t)
+        if gate:
+            return f"lock wrote {result.summary()} for {t.to_dict()}; gate: {gate}"
+        check = _check_errors(t, result.picks, _lock_pins(result))
+        if check:
+            return f"lock wrote {result.summary()} for {t.to_dict()}; check: {check}"
+        return None
+    # refused: every build of a framework that fits nowhere alone is refused by gate too
+    for f in t.frameworks:
+        spec = registry.get(f.name)
+        alone = t.copy(frameworks=[f])
+        judged = [(c, spec.fits(M, c, alone)) for c in spec.candidates(M, t)]
+        if any(not probs for _, probs in judged):
+            continue  # it fits alone: the clash is between frameworks
+        # the CUDA line is the user's choice, not a fact of the machine: builds outside it are not considered
+        cands = [c for c, probs in judged if not any(p.key == "cuda" for p in probs)]
+        for c in _sample(cands):
+            if not _gate_errors(tmp, _requirements([c]), alone, {c.framework: c.kind}):
+                return f"lock refused {f.name} on {t.to_dict()}, gate passes {c.label}"
+    return None
+
+
+def _sample(cands: Sequence[Candidate]) -> List[Candidate]:
+    """The newest build of every release series (what a user's ``==X.Y.*`` would get), newest first."""
+    seen, out = set(), []
+    for c in cands:
+        key = (Version(c.version).release[:2], c.build)
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out[:int(os.environ.get("ENVDOCTOR_ONE_JUDGEMENT_SAMPLE", "6"))]
+
+
+@settings(max_examples=100, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(t=targets())
+def test_lock_gate_and_check_agree(t: Target, tmp_path: Any) -> None:
+    assert _one_target(t, str(tmp_path)) is None
+
+
+@pytest.mark.slow
+@settings(max_examples=600, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(t=targets())
+def test_lock_gate_and_check_agree_big(t: Target, tmp_path: Any) -> None:
+    assert _one_target(t, str(tmp_path)) is None
+
+
+@pytest.mark.parametrize("args", [
+    ["--driver", "580.65.06", "--gpu", "sm_120", "--torch"],
+    ["--driver", "535.104.05", "--gpu", "sm_86", "--tensorflow", "--jax"],
+    ["--driver", "570.26", "--gpu", "sm_90a", "--jax", "--python-version", "3.12"],
+])
+def test_through_the_cli(args: List[str], tmp_path: Any) -> None:
+    """A few examples end to end: `envdoctor lock ... -o FILE`, then `envdoctor gate FILE` on the same target."""
+    out = str(tmp_path / "env.txt")
+    env = dict(os.environ, ENVDOCTOR_CACHE_DIR=str(tmp_path / "cache"))
+
+    def cli(*argv: str) -> "subprocess.CompletedProcess[str]":
+        return subprocess.run([sys.executable, "-m", "envdoctor", *argv], capture_output=True, text=True,
+                              timeout=120, env=env, cwd=str(tmp_path))
+
+    got = cli("lock", *args, "-o", out)
+    assert got.returncode == 0, got.stderr
+    target = [a for a in args if a not in ("--torch", "--tensorflow", "--jax")]
+    gated = cli("gate", out, *target, "--offline")
+    assert gated.returncode == 0, gated.stdout + gated.stderr
+
+
+def test_the_issue_example_agrees(tmp_path: Any) -> None:
+    """lock --driver 580.65.06 --gpu sm_120 --tensorflow: gate rejects every TensorFlow the data has on sm_120, so
+    lock must refuse too (it wrote tensorflow 2.21.0, which gate rejects with ED200)."""
+    t = Target(frameworks=[FrameworkRequest("tensorflow")], driver="580.65.06", gpus=[GpuTarget("12.0", "sm_120")],
+               companions=[])
+    assert _one_target(t, str(tmp_path)) is None
+    assert not resolve(t, M, explain=False).ok
