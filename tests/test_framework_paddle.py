@@ -114,6 +114,11 @@ def test_gate_judges_driver_gpu_floor_and_python(capsys, tmp_path):
     assert rc == 1 and any(f["id"] == "ED690" and "Python 3.13" in f["message"] for f in found)
     rc, found = gate_json(capsys, req, "--driver", "535.104.05", "--gpu", "sm_86", "--python-version", "3.12")
     assert rc == 0 and not [f for f in found if f["id"] == "ED690"]
+    # no linux-aarch64 wheels (PaddlePaddle: "only provides arm64 CPU wheels"): lock refuses, gate fails it too
+    rc, found = gate_json(capsys, req, "--platform", "linux-aarch64", "--python-version", "3.10")
+    assert rc == 1 and any(f["id"] == "ED690" and "linux-aarch64" in f["message"] for f in found)
+    assert cli(["lock", "--paddlepaddle", "--platform", "linux-aarch64", "--cuda", "11.8", "--python-version", "3.10"],
+               capsys)[0] == 1
 
 
 def test_gate_range_takes_the_newest_release_for_the_python(capsys, tmp_path):

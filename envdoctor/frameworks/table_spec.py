@@ -79,9 +79,10 @@ class TableSpec(FrameworkSpec):
         row = row_for(self.table, version)
         return self.candidate(row, version) if row is not None else None
 
-    def installed_candidate(self, fw: Any, platform: str) -> Optional[Candidate]:
+    def installed_candidate(self, fw: Any, platform: str, planned: bool = False) -> Optional[Candidate]:
         """The installed CUDA build ``fw`` (a snapshot Framework) as a candidate for ``platform``: its row, with the
-        CUDA / cuDNN the installed files state; a release the table lacks is judged by those files alone."""
+        CUDA / cuDNN the installed files state; a release the table lacks is judged by those files alone.
+        ``planned``: not installed yet (gate's plan), so the row's platforms are judged too."""
         if fw.build != "cuda":
             return None
         row = row_for(self.table, fw.version)
@@ -95,6 +96,7 @@ class TableSpec(FrameworkSpec):
             return None
         cand.cuda = fw.cuda_version or cand.cuda
         cand.cudnn = fw.cudnn_version or cand.cudnn
-        cand.platforms = [platform]  # it is installed: the wheel exists for this machine
+        if not planned or row is None:
+            cand.platforms = [platform]  # it is installed: the wheel exists for this machine
         return cand
 

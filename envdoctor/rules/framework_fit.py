@@ -50,7 +50,7 @@ def framework_build_fit(ctx: Any, r: Rule) -> List[Finding]:
             continue
         if target is None:
             target = _target(ctx)
-        cand = installed(fw, target.platform)
+        cand = installed(fw, target.platform, planned="gate" in ctx.extra)
         if cand is None:
             continue
         skip = getattr(spec, "check_skips", ())
