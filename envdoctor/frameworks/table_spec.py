@@ -20,7 +20,8 @@ class TableSpec(FrameworkSpec):
     table: str = ""
     #: the GPU distribution its rows describe ("onnxruntime-gpu")
     gpu_distribution: str = ""
-    #: Problem keys check leaves to a rule of the framework's own ("driver": ED681 judges onnxruntime's driver)
+    #: Problem keys check leaves to a rule of the framework's own where the machine has a usable NVIDIA GPU
+    #: ("driver": ED681 judges onnxruntime's driver there; without a GPU, ED690 does)
     check_skips: Tuple[str, ...] = ()
 
     def candidate(self, row: BuildRow, version: str) -> Candidate:
