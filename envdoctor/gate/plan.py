@@ -1073,6 +1073,7 @@ class _Planner:
             mine = [r for r in reqs if r.name == dist]
             pkg = self._package(name, dist, mine)
             primary = pkg.primary
+            assert primary is not None  # a package made from at least one requirement
             if spec.classify(dist) != "gpu" or self.m is None or self.sources(primary).local:
                 self.note(f"{primary.loc}: {primary.raw}: a CPU-only build or a local source; not judged")
                 self.plan.packages.remove(pkg)
@@ -1082,7 +1083,7 @@ class _Planner:
                         if sp.contains(Version(c.version), prereleases=True if self.pre else None)]
             viable = [c for c in matching if self.python_ok(c.python) is not False
                       and (self.t.platform is None or self.t.platform in c.platforms)]
-            chosen = (viable or matching or [None])[0]
+            chosen = (viable or matching)[0] if (viable or matching) else None
             if chosen is None:
                 self.note(f"{primary.loc}: {primary.raw}: no {dist} release in envdoctor's data matches; not judged")
                 self.plan.packages.remove(pkg)

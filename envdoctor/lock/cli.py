@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import click
 
@@ -35,7 +35,7 @@ def _fw_option(name: str):
                              f"(--{name}='{spec}'). Default: torch, plus what the target environment has installed.")
 
 
-def _fw_options(f):
+def _fw_options(f: Callable[..., Any]) -> Callable[..., Any]:
     for name in reversed(tuple(FW_EXAMPLES)):
         f = _fw_option(name)(f)
     return f
