@@ -125,6 +125,7 @@ class Candidate:
     platforms: List[str] = field(default_factory=list)
     archs: List[str] = field(default_factory=list)  # sm_XY / compute_XY compiled in ([] = unknown)
     archs_undecided_newer: bool = False  # PTX of the last arch disputed: newer GPUs "unknown", not "no"
+    archs_presumed: bool = False  # the data marks the arch list UNVERIFIED: a missing arch is a doubt, not a "no"
     cc_min: Optional[str] = None  # floor instead of an arch list (jax plugins)
     driver_min: Optional[str] = None  # extra driver floor (jax plugins)
     pins: Dict[str, str] = field(default_factory=dict)  # canonical package name -> specifier
@@ -134,6 +135,7 @@ class Candidate:
     notes: List[str] = field(default_factory=list)
     unverified: List[str] = field(default_factory=list)
     source: str = ""
+    row: Any = field(default=None, repr=False, compare=False)  # the matrices row it was built from
 
     @property
     def cuda_major(self) -> Optional[int]:
@@ -298,6 +300,16 @@ def _cuda_cannot_reach(m: Any, cand: Candidate, cc: str, xla: bool) -> Optional[
     return f"its CUDA {cand.cuda} cannot produce {sm} code (and the data has no arch list for it)"
 
 
+def python_fits(cand: Candidate, python: Optional[str]) -> Optional[bool]:
+    """Does ``cand`` publish wheels for ``python`` ("3.11", "3.11.4")?  None when either is unknown."""
+    if not python or not cand.python:
+        return None
+    pyspec, pyv = specset(cand.python), _version(python)
+    if pyspec is None or pyv is None:
+        return None
+    return bool(pyspec.contains(pyv, prereleases=True))
+
+
 def common_problems(m: Any, cand: Candidate, c: Target, warnings: Optional[List[str]] = None,
                     xla: bool = False) -> List[Problem]:
     """Every generic constraint ``cand`` breaks (empty: it fits): version spec, platform, Python, CUDA line,
@@ -314,10 +326,8 @@ def common_problems(m: Any, cand: Candidate, c: Target, warnings: Optional[List[
         where = ", ".join(cand.platforms) or "no platform"
         plat = c.platform + (" (WSL2)" if c.wsl else "")
         probs.append(Problem("platform", f"{cand.label} is not published for {plat} (only {where})"))
-    if c.python and cand.python:
-        pyspec, pyv = specset(cand.python), _version(c.python)
-        if pyspec is not None and pyv is not None and not pyspec.contains(pyv, prereleases=True):
-            probs.append(Problem("python", f"{cand.label} has no wheels for Python {c.python} (Python {cand.python})"))
+    if python_fits(cand, c.python) is False:
+        probs.append(Problem("python", f"{cand.label} has no wheels for Python {c.python} (Python {cand.python})"))
     if cand.kind != "cuda":
         return probs
     if c.cuda:
@@ -336,6 +346,12 @@ def common_problems(m: Any, cand: Candidate, c: Target, warnings: Optional[List[
             probs.append(Problem("driver", f"the driver {c.driver} cannot run {cand.label} (needs >= {need or 'an unknown driver'})"))
     for g in c.gpus:
         fits, via_ptx = runs_on(cand, g.cc)
+        if fits is False and cand.archs_presumed and m.cuda_supports_cc(cand.cuda, g.cc) is not False:
+            # as check's ED200: a presumed list is trusted for a "no" only where the build's CUDA cannot target the GPU
+            if warnings is not None:
+                warnings.append(f"{cand.label} may have no kernels for GPU {g.display()}: its arch list "
+                                f"({_arch_span(cand)}) is presumed by the data, not read from the build")
+            continue
         if fits is False:
             if cand.cc_min is not None:
                 why = f"needs compute capability >= {cand.cc_min}"

@@ -3,12 +3,12 @@
 compute capability and driver instead of an arch list).  XLA generates the GPU code."""
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from envdoctor.frameworks.base import PLATFORMS, Candidate, FrameworkSpec, Requirement, Target, _pin_names
+from envdoctor.frameworks.base import PLATFORMS, Candidate, FrameworkSpec, Requirement, Target, _pin_names, python_fits
 from envdoctor.knowledge.tables import parse_version
 
 JAX_GPU_PLATFORMS = ("linux-x86_64", "linux-aarch64")  # fact jax-native-windows-cuda: no CUDA on native Windows
@@ -64,9 +64,13 @@ class JaxSpec(FrameworkSpec):
                      "jax-cuda13-pjrt": "plugin"}
     xla = True
 
+    def releases(self, m: Any) -> List[Any]:
+        """The jax release rows, newest first (a release's builds: CPU, or one per CUDA plugin)."""
+        return sorted(m.jax_releases, key=lambda r: Version(r.version), reverse=True)
+
     def candidates(self, m: Any, target: Target) -> List[Candidate]:
         out: List[Candidate] = []
-        for rel in sorted(m.jax_releases, key=lambda r: Version(r.version), reverse=True):
+        for rel in self.releases(m):
             if target.cpu:
                 out.append(jax_candidate(m, rel, None))
             else:
@@ -79,6 +83,28 @@ class JaxSpec(FrameworkSpec):
 
     def python_specs(self, m: Any) -> List[str]:
         return [r.requires_python for r in m.jax_releases if r.requires_python]
+
+
+    def choose_plugin(self, m: Any, python: Optional[str], accept: Callable[[Any, Any], bool],
+                      prefer_version: Optional[str] = None) -> Optional[Tuple[Any, Any]]:
+        """(release, plugin) for which ``accept(release, plugin)`` holds and whose release supports ``python``,
+        for a fix: the ``prefer_version`` release first (the installed jax), else the newest; the newest CUDA
+        major's plugin first."""
+        def plugins(rel: Any) -> Optional[Tuple[Any, Any]]:
+            if python_fits(jax_candidate(m, rel, None), python) is False:
+                return None
+            for name in sorted(rel.plugins, key=lambda n: rel.plugins[n].cuda_major, reverse=True):
+                if accept(rel, rel.plugins[name]):
+                    return rel, rel.plugins[name]
+            return None
+
+        preferred = m.jax_release(prefer_version) if prefer_version else None
+        found = plugins(preferred) if preferred is not None else None
+        for rel in sorted(m.jax_releases, key=lambda r: Version(r.version), reverse=True):
+            if found is not None:
+                break
+            found = plugins(rel)
+        return found
 
 
 SPEC = JaxSpec()

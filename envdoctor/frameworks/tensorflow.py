@@ -3,11 +3,13 @@ are the release rows of the matrices (a tested release and the patch releases of
 generates GPU code with XLA, so PTX of an older architecture is no help where its CUDA predates the GPU."""
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 from packaging.version import Version
 
-from envdoctor.frameworks.base import PLATFORMS, Candidate, FrameworkSpec, Requirement, Target, _pin_names, _sorted_desc
+from envdoctor.frameworks.base import (
+    PLATFORMS, Candidate, FrameworkSpec, Requirement, Target, _pin_names, _sorted_desc, python_fits,
+)
 
 
 def tf_candidate(m: Any, release: Any, gpu: bool, platform: str, wsl: bool = False) -> Candidate:
@@ -15,7 +17,7 @@ def tf_candidate(m: Any, release: Any, gpu: bool, platform: str, wsl: bool = Fal
     if not gpu:
         name = "tensorflow-cpu" if platform == "linux-x86_64" else "tensorflow"
         cand = Candidate(framework="tensorflow", version=v, build="cpu", kind="cpu", label=f"tensorflow {v} (CPU)",
-                         full_version=v, python=release.python, platforms=list(PLATFORMS), source=m.row_source(release))
+                         full_version=v, python=release.python, platforms=list(PLATFORMS), source=m.row_source(release), row=release)
         cand.requirements.append(Requirement(f"{name}=={v}", "CPU-only build"))
         cand.unverified.append(f"tensorflow {v}: CPU wheels per platform are not in the data (presumed published)")
         return cand
@@ -28,7 +30,8 @@ def tf_candidate(m: Any, release: Any, gpu: bool, platform: str, wsl: bool = Fal
     cand = Candidate(framework="tensorflow", version=v, build=build, kind="cuda",
                      label=f"tensorflow {v}" + (" [and-cuda]" if release.and_cuda else ""), full_version=v,
                      cuda=release.cuda, python=release.python, platforms=sorted(set(plats)),
-                     archs=list(release.compute_capabilities), source=m.row_source(release))
+                     archs=list(release.compute_capabilities), source=m.row_source(release), row=release,
+                     archs_presumed=str(release.cc_verified or "").strip().upper().startswith("UNVERIFIED"))
     pin = release.cudnn_pin
     if pin and pin.startswith("=="):
         cand.cudnn = pin[2:]
@@ -66,6 +69,17 @@ class TensorflowSpec(FrameworkSpec):
 
     def python_specs(self, m: Any) -> List[str]:
         return [r.python for r in m.tensorflow_releases if r.python]
+
+
+    def choose_release(self, m: Any, platform: str, wsl: bool, python: Optional[str],
+                       accept: Callable[[Any], bool]) -> Optional[Any]:
+        """The newest release row (a series, by its tested release) whose GPU build is published for
+        ``platform`` (WSL2 included) and ``python`` and for which ``accept(row)`` holds, for a fix."""
+        for rel in sorted(m.tensorflow_releases, key=lambda r: Version(r.version), reverse=True):
+            cand = tf_candidate(m, rel, True, platform, wsl)
+            if platform in cand.platforms and python_fits(cand, python) is not False and accept(rel):
+                return rel
+        return None
 
 
 SPEC = TensorflowSpec()

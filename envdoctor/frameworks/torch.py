@@ -2,12 +2,12 @@
 matrices/pytorch.toml (one candidate per patch release and variant: cu121, cu128, cpu ...)."""
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from packaging.version import Version
 
 from envdoctor.frameworks.base import (
-    COMPANIONS, Candidate, FrameworkSpec, Requirement, Target, _pin_names, _sorted_desc,
+    COMPANIONS, Candidate, FrameworkSpec, Requirement, Target, _pin_names, _sorted_desc, _v, python_fits,
 )
 from envdoctor.knowledge.tables import parse_version
 
@@ -27,7 +27,7 @@ def torch_candidate(m: Any, release: Any, patch: str, variant: Any, platform: st
         framework="torch", version=patch, build=variant.name, kind="cuda" if variant.kind == "cuda" else variant.kind,
         label=f"torch {patch}{label}", full_version=f"{patch}{label}", cuda=variant.cuda, cudnn=variant.cudnn,
         python=str(spec) if spec is not None else None, platforms=list(variant.platforms), archs=archs,
-        archs_undecided_newer=variant.ptx is None and bool(archs),
+        archs_undecided_newer=variant.ptx is None and bool(archs), archs_presumed=bool(variant.arch_unverified),
         index_url=None if is_default else variant.index_url, source=m.row_source(variant))
     note = f"CUDA {variant.cuda}, cuDNN {variant.cudnn or 'unknown'}" if variant.kind == "cuda" else "CPU build"
     note += "; the PyPI default build, no index line needed" if is_default else f"; from {variant.index_url}"
@@ -91,6 +91,39 @@ class TorchSpec(FrameworkSpec):
                 if s is not None:
                     out.append(str(s))
         return out
+
+
+    def choose_variant(self, m: Any, installed: Optional[str], platform: str, python: Optional[str],
+                       accept: Callable[[Any], bool]) -> Optional[Tuple[Any, Any, str]]:
+        """(release, variant, patch) of a torch CUDA build from a download index for which ``accept(variant)``
+        holds, for a fix: the installed release's other variants first (its patch when the data has it), else
+        the newest release that has one; only builds published for ``platform`` and ``python``.  Within a
+        release the PyPI default comes first, then the newest CUDA."""
+        v = parse_version(installed) if installed else None
+
+        def variants(rel: Any) -> List[Any]:
+            probe = Candidate(framework="torch", version=rel.version, build="", kind="cuda", label="", full_version="",
+                              python=str(rel.python_spec()) if rel.python_spec() is not None else None)
+            if python_fits(probe, python) is False:
+                return []
+            out = [var for var in rel.variants if var.kind == "cuda" and var.index_url and platform in var.platforms
+                   and accept(var)]
+            out.sort(key=lambda x: (bool(x.pypi_default), _v(x.cuda)), reverse=True)
+            return out
+
+        same = m.torch_release(installed) if v is not None and installed else None
+        if same is not None:
+            found = variants(same)
+            if found:
+                base = v.base_version if v is not None else ""
+                return same, found[0], base if same.has_patch(base) else (same.newest_patch or same.version)
+        for rel in sorted(m.pytorch_releases, key=lambda r: Version(r.version), reverse=True):
+            if rel is same:
+                continue
+            found = variants(rel)
+            if found:
+                return rel, found[0], rel.newest_patch or rel.version
+        return None
 
 
 SPEC = TorchSpec()

@@ -32,14 +32,16 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.default_index import DEFAULT_INDEX_LABEL, default_index, is_default_index
+from envdoctor.frameworks import jax as jax_fw, registry, tensorflow as tf_fw, torch as torch_fw
+from envdoctor.frameworks.base import Target as FrameworkTarget, python_fits
 from envdoctor.frameworks.jax import jax_candidate
 from envdoctor.gate.inputs import IndexOption, InputRequirement, InputUnit, Location
 from envdoctor.snapshot import GPU, Driver, Evidence, Framework, Platform, ProbeStatus, PythonEnv, Snapshot
 
 PYPI = default_index() or DEFAULT_INDEX_LABEL  # asked from pip: envdoctor never names a registry host itself
 TARGET_PLATFORMS = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64", "wsl2")
-TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
-TF_DISTS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly", "tf-nightly-cpu", "tf-nightly-gpu")
+TORCH_FAMILY = tuple(torch_fw.SPEC.distributions)  # torch and its companions, as the torch spec owns them
+TF_DISTS = tuple(tf_fw.SPEC.distributions)  # tensorflow, tensorflow-cpu, tensorflow-gpu, tf-nightly ...
 _PLUGIN = re.compile(r"^jax-cuda(\d+)-(plugin|pjrt)$")
 _VARIANT = re.compile(r"^(cpu|cu\d{2,3}|rocm\d+(\.\d+)*)$")
 _INDEX_SPELLINGS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links", "--no-index")
@@ -551,6 +553,12 @@ class _Planner:
         if self.unit.kind == "pylock":
             return Sources([Source(PYPI, "pypi", None, "default index")], "pip")
         return pip_sources([o for o in self.unit.indexes if o.kind != "uv-index"])
+
+    def spec_target(self) -> FrameworkTarget:
+        """The target as the frameworks/ specs read it (the builds they list depend on platform and CPU-only)."""
+        return FrameworkTarget(frameworks=[], platform=self.t.platform or "linux-x86_64", wsl=self.t.wsl,
+                               cpu=self.cpu_only, python=str(self.t.python) if self.t.python is not None else None,
+                               companions=[])
 
     def python_ok(self, spec_text: Optional[str]) -> Optional[bool]:
         if self.t.python is None or not spec_text:
@@ -1119,16 +1127,18 @@ class _Planner:
         src = usable[0]
         cands = []
         exact = [s for s in spec if s.operator in ("==", "===") and "*" not in s.version]
-        for rel in m.tensorflow_releases:
-            versions = list(rel.versions)
-            for s in exact:
-                ev = _v(s.version)
-                got = m.tf_release(s.version) if ev is not None else None
-                if got is not None and got.version == rel.version and s.version not in versions:
-                    versions.append(s.version)
-            for text in versions:
-                cands.append({"version": Version(text), "text": text, "release": rel, "source": src,
-                              "python_ok": self.python_ok(rel.python), "python_spec": rel.python})
+        # the builds the TensorFlow spec lists (each release with its own patch row: pins, Python range), as lock
+        tf_spec = registry.get("tensorflow")
+        py = str(self.t.python) if self.t.python is not None else None
+        for cand in tf_spec.candidates(m, self.spec_target()):
+            cands.append({"version": Version(cand.version), "text": cand.version, "release": cand.row, "source": src,
+                          "python_ok": python_fits(cand, py), "python_spec": cand.python})
+        for s in exact:  # a patch release newer than the data: judged by its series' row
+            ev = _v(s.version)
+            got = m.tf_release(s.version) if ev is not None else None
+            if got is not None and not any(Version(c["text"]) == ev for c in cands):
+                cands.append({"version": ev, "text": s.version, "release": got, "source": src,
+                              "python_ok": self.python_ok(got.python), "python_spec": got.python})
         pre = self.pre or any(_v(s.version) is not None and _v(s.version).is_prerelease for s in exact)
         matching = [c for c in cands if spec.contains(c["version"], prereleases=True if pre else None)]
         if self._deprecated_tf(pkg, reqs, dist, spec, exact, matching, cands):
@@ -1204,7 +1214,8 @@ class _Planner:
         if not [s for s in spec if s.operator in ("==", "===") and "*" not in s.version]:
             pkg.assumptions.append(f"{primary.loc}: {primary.raw} -> {dist} {text} (the newest release envdoctor's data "
                                    f"knows that matches" + (f" and supports Python {self.t.python_xy}" if self.t.python else "")
-                                   + f"; the data knows the {rel.version} series by its tested release {rel.tested})")
+                                   + f"; the data knows the {rel.version} series by its tested release "
+                                   f"{(self.m.tf_release(rel.version) or rel).tested})")
         if "and-cuda" in extras:
             if not rel.and_cuda:
                 self.problem("no-extra", "warning", primary.raw, pkg.requirements, package=dist, version=text,
@@ -1247,9 +1258,10 @@ class _Planner:
         spec = self.spec_of(jax_reqs)
         exact = [s for s in spec if s.operator in ("==", "===") and "*" not in s.version]
         cands = []
-        for rel in m.jax_releases:
+        py = str(self.t.python) if self.t.python is not None else None
+        for rel in jax_fw.SPEC.releases(m):  # the jax spec's releases, judged for Python as lock judges them
             cands.append({"version": Version(rel.version), "text": rel.version, "row": rel,
-                          "python_ok": self.python_ok(rel.requires_python)})
+                          "python_ok": python_fits(jax_candidate(m, rel, None), py)})
         for s in exact:
             row = m.jax_release(s.version)
             if row is not None and not any(c["text"] == s.version for c in cands):
@@ -1337,6 +1349,10 @@ class _Planner:
         summary = f"jax {text} + jaxlib {jaxlib_v}"
         if pl is not None:
             pv = text if approx else str(_lower_or(pl.pin, text))
+            pin_spec = _spec(pl.pin)
+            if not approx and pin_spec is not None and _v(jaxlib_v) is not None and \
+                    pin_spec.contains(jaxlib_v, prereleases=True):
+                pv = jaxlib_v  # pip installs plugin and jaxlib of one release where the pins allow it
             for r in plugin_reqs:
                 if (r.specifier or "").startswith("=="):
                     pv = r.specifier[2:]

@@ -20,6 +20,7 @@ from typing import Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
+from envdoctor.frameworks import registry
 from envdoctor.rules.base import EvidenceItem, rule
 from envdoctor.rules.context import parse_version
 from envdoctor.rules.cuda_driver import (
@@ -43,7 +44,7 @@ from envdoctor.rules.cuda_driver import (
     xy,
 )
 
-XLA_FAMILIES = ("tensorflow", "jax")
+XLA_FAMILIES = tuple(n for n, s in registry.SPECS.items() if s.xla)  # ("tensorflow", "jax")
 
 
 def _cc_groups(ctx, gpus) -> Dict[str, list]:

@@ -24,7 +24,7 @@ from typing import Callable, List, Optional, Tuple
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from envdoctor.frameworks import registry
+from envdoctor.frameworks import jax as jax_fw, registry, tensorflow as tf_fw, torch as torch_fw
 from envdoctor.frameworks.base import Candidate, GpuTarget, Target
 from envdoctor.rules.base import EvidenceItem, rule
 from envdoctor.rules.context import parse_version, row_source
@@ -555,63 +555,24 @@ class TorchChoice:
 
 
 def torch_choice(ctx, fw: Framework, fits: Callable[[object], bool]) -> Optional[TorchChoice]:
-    """A torch CUDA build for which `fits(variant)` holds: the same release's other variants first, else the
-    newest release that has one. Only variants published for this platform and Python."""
+    """A torch CUDA build for which `fits(variant)` holds (the torch spec's choice: the same release's other
+    variants first, else the newest release that has one; only builds for this platform and Python)."""
     m = matrices(ctx)
     if m is None:
         return None
-    plat = platform_key(ctx)
     py = python_version(ctx)
-    v = parse_version(fw.version)
-    base = v.base_version if v is not None else None
-
-    def candidates(rel):
-        if py is not None:
-            spec = rel.python_spec()
-            if spec is not None and not spec.contains(py, prereleases=True):
-                return []
-        out = []
-        for var in rel.variants:
-            if var.kind != "cuda" or not var.index_url:
-                continue
-            if var.platforms and plat not in var.platforms:
-                continue
-            if fits(var):
-                out.append(var)
-        # the PyPI default first, then the newest CUDA
-        out.sort(key=lambda x: (bool(x.pypi_default), vxy(x.cuda) or Version("0")), reverse=True)
-        return out
-
-    same = m.torch_release(fw.version) if base else None
-    if same is not None:
-        c = candidates(same)
-        if c:
-            patch = base if same.has_patch(base) else (same.newest_patch or same.version)
-            return TorchChoice(same, c[0], patch)
-    for rel in sorted(m.pytorch_releases, key=lambda r: Version(r.version), reverse=True):
-        if same is not None and rel is same:
-            continue
-        c = candidates(rel)
-        if c:
-            return TorchChoice(rel, c[0], rel.newest_patch or rel.version)
-    return None
+    found = torch_fw.SPEC.choose_variant(m, fw.version, platform_key(ctx), str(py) if py else None, fits)
+    return TorchChoice(*found) if found is not None else None
 
 
 def tf_choice(ctx, fits: Callable[[object], bool]):
-    """The newest TensorFlow release (in the data) with a Linux GPU build that fits and supports this Python."""
+    """The newest TensorFlow release (in the data) with a GPU build for this platform and Python that fits."""
     m = matrices(ctx)
     if m is None:
         return None
     py = python_version(ctx)
-    plat = "wsl2" if ctx.snap.platform.wsl else platform_key(ctx)
-    for rel in sorted(m.tensorflow_releases, key=lambda r: Version(r.version), reverse=True):
-        if rel.gpu_platforms and plat not in rel.gpu_platforms:
-            continue
-        if py is not None and spec_contains(rel.python, py) is False:
-            continue
-        if fits(rel):
-            return rel
-    return None
+    return tf_fw.SPEC.choose_release(m, platform_key(ctx), bool(ctx.snap.platform.wsl),
+                                                     str(py) if py else None, fits)
 
 
 def tf_command(rel) -> str:
@@ -625,23 +586,7 @@ def jax_choice(ctx, fits: Callable[[object, object], bool], prefer_version: Opti
     if m is None:
         return None
     py = python_version(ctx)
-
-    def ok(rel):
-        return py is None or spec_contains(rel.requires_python, py) is not False
-
-    if prefer_version:
-        rel = m.jax_release(prefer_version)
-        if rel is not None and ok(rel):
-            for name in sorted(rel.plugins, key=lambda n: rel.plugins[n].cuda_major, reverse=True):
-                if fits(rel, rel.plugins[name]):
-                    return rel, rel.plugins[name]
-    for rel in sorted(m.jax_releases, key=lambda r: Version(r.version), reverse=True):
-        if not ok(rel):
-            continue
-        for name in sorted(rel.plugins, key=lambda n: rel.plugins[n].cuda_major, reverse=True):
-            if fits(rel, rel.plugins[name]):
-                return rel, rel.plugins[name]
-    return None
+    return jax_fw.SPEC.choose_plugin(m, str(py) if py else None, fits, prefer_version)
 
 
 def jax_command(rel, plugin) -> str:
@@ -693,8 +638,9 @@ def _alternative(ctx, build: CudaBuild, df: DriverFacts, vis: Visible) -> Tuple[
         jv = ctx.framework("jax") if build.family == "jax" else None
 
         def runs(cand: Candidate) -> bool:
-            return bool(cand.cuda) and driver_runs(ctx, df, cand.cuda if build.family == "tensorflow"
-                                                   else str(cand.cuda_major)) is True
+            if not cand.cuda:
+                return False
+            return driver_runs(ctx, df, cand.cuda if build.family == "tensorflow" else str(cand.cuda_major)) is True
 
         cand = spec.choose(m, target, f"=={jv.version}", accept=runs) if jv is not None else None
         cand = cand or spec.choose(m, target, accept=runs)

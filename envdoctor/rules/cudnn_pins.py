@@ -23,6 +23,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from envdoctor.frameworks import registry
+from envdoctor.frameworks.base import Target
 from envdoctor.rules.requires import requirement
 from envdoctor.rules.base import EvidenceItem, rule
 from envdoctor.rules.context import parse_version, row_source
@@ -716,7 +718,7 @@ def cudnn_several_majors(ctx, r):
 # ----------------------------------------------------------------------------------------------
 # ED320
 # ----------------------------------------------------------------------------------------------
-_FAMILY_ORDER = ("torch", "tensorflow", "jax")
+_FAMILY_ORDER = registry.names(lockable=True)  # ("torch", "tensorflow", "jax")
 
 
 def _family(fw: Framework) -> Optional[str]:
@@ -782,79 +784,44 @@ def pin_clashes(ctx) -> List[Clash]:
     return out
 
 
-def _torch_candidates(ctx) -> List[Tuple[str, str, Dict[str, SpecifierSet], object]]:
-    """(label, pip command, pins, row) for each torch release whose PyPI default build is known."""
+def _candidates_for(ctx, fam: str, pin: Pin) -> List[Tuple[str, str, Dict[str, SpecifierSet], object]]:
+    """(label, pip command, pins, row) of the builds a fix may name, oldest first: the builds the framework's spec
+    lists that fit this platform and Python (frameworks/: the judgement lock and gate make) -- torch's PyPI default
+    build of each release's newest patch, each TensorFlow series' tested release with [and-cuda], the jax releases
+    with the CUDA plugin the installed one uses."""
     m = ctx.matrices
-    out = []
-    plat = platform_key(ctx) or "linux-x86_64"
-    for rel in m.pytorch_releases:
-        var = rel.default_variant(plat)
-        if var is None or var.kind != "cuda":
-            continue
-        pins: Dict[str, SpecifierSet] = {}
-        for name, text in (var.nvidia_pins or {}).items():
-            sp = spec(text if any(text.startswith(o) for o in "<>=!~") else f"=={text}")
-            if sp is not None:
-                pins[norm(name)] = sp
-        if not pins and var.cudnn and var.cuda_major:
-            sp = spec(f"=={var.cudnn}")
-            if sp is not None:
-                pins[f"nvidia-cudnn-cu{var.cuda_major}"] = sp
-        patch = rel.newest_patch
-        if not pins or not patch:
-            continue
-        out.append((f"torch {patch}", f"torch=={patch}", pins, rel))
-    return out
-
-
-def _tf_candidates(ctx):
-    m = ctx.matrices
-    out = []
-    for rel in m.tensorflow_releases:
-        pins = {}
-        for name, text in (rel.and_cuda or {}).items():
-            sp = spec(text)
-            if sp is not None:
-                pins[norm(name)] = sp
-        if pins:
-            out.append((f"tensorflow {rel.tested}", f"tensorflow[and-cuda]=={rel.tested}", pins, rel))
-    return out
-
-
-def _jax_candidates(ctx, major: int):
-    m = ctx.matrices
-    out = []
-    for rel in m.jax_releases:
-        pl = rel.plugins.get(f"cuda{major}")
-        if pl is None:
-            continue
-        sp = spec(pl.cudnn)
-        if sp is None:
-            continue
-        out.append((f"jax {rel.version}", f"jax[cuda{major}]=={rel.version}", {f"nvidia-cudnn-cu{major}": sp}, rel))
-    return out
-
-
-def _python_ok(ctx, row) -> bool:
-    py = parse_version(ctx.snap.python.version)
-    if py is None:
-        return True
-    text = getattr(row, "python", None) or getattr(row, "requires_python", None)
-    sp = spec(text) if isinstance(text, str) else None
-    if sp is None:
-        return True
-    return sp.contains(Version(f"{py.major}.{py.minor}"), prereleases=True)
-
-
-def _candidates_for(ctx, fam: str, pin: Pin):
-    if ctx.matrices is None:
+    fspec = registry.find(fam)
+    if m is None or fspec is None:
         return []
-    if fam == "torch":
-        return _torch_candidates(ctx)
-    if fam == "tensorflow":
-        return _tf_candidates(ctx)
-    plugin = jax_plugin(pin.owner)
-    return _jax_candidates(ctx, plugin[0]) if plugin else []
+    plugin = jax_plugin(pin.owner) if fam == "jax" else None
+    if fam == "jax" and plugin is None:
+        return []
+    py = parse_version(ctx.snap.python.version)
+    target = Target(frameworks=[], platform=platform_key(ctx) or "linux-x86_64", wsl=bool(ctx.snap.platform.wsl),
+                    python=f"{py.major}.{py.minor}" if py is not None else None, companions=[])
+    out: List[Tuple[str, str, Dict[str, SpecifierSet], object]] = []
+    seen = set()
+    for cand in fspec.candidates(m, target):
+        if fam == "torch":
+            key = Version(cand.version).release[:2]
+            if cand.index_url is not None or key in seen:
+                continue  # the PyPI default build, newest patch of each release
+            seen.add(key)
+            cmd = f"torch=={cand.version}"
+        elif fam == "tensorflow":
+            series = m.tf_release(cand.version)
+            if series is None or series.tested != cand.version:
+                continue
+            cmd = cand.requirement
+        else:
+            if plugin is None or cand.build != f"cuda{plugin[0]}":
+                continue
+            cmd = f"jax[{cand.build}]=={cand.version}"
+        pins = {norm(n): sp for n, sp in ((n, spec(t)) for n, t in cand.pins.items()) if sp is not None}
+        if not pins or fspec.fits(m, cand, target):
+            continue
+        out.append((f"{fam} {cand.version}", cmd, pins, cand.row))
+    return list(reversed(out))
 
 
 def _agree(pins_a: Dict[str, SpecifierSet], pins_b: Dict[str, SpecifierSet], packages_: Sequence[str]) -> bool:
@@ -883,8 +850,8 @@ def _pair_fix(ctx, broken: Pin, kept: Pin, names: Sequence[str]) -> List[str]:
     fix: List[str] = []
     fam_b, fam_k = _family_of_pin(broken), _family_of_pin(kept)
     cur_b, cur_k = _current_pins(ctx, broken.owner), _current_pins(ctx, kept.owner)
-    cands_b = [c for c in _candidates_for(ctx, fam_b, broken) if _python_ok(ctx, c[3])]
-    cands_k = [c for c in _candidates_for(ctx, fam_k, kept) if _python_ok(ctx, c[3])]
+    cands_b = _candidates_for(ctx, fam_b, broken)
+    cands_k = _candidates_for(ctx, fam_k, kept)
     # 1) keep the framework pip kept, move the other one
     for label, cmd, pins, row in reversed(cands_b):
         if _agree(pins, cur_k, names):

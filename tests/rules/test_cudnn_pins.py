@@ -156,6 +156,13 @@ def test_ed320_torch_and_tensorflow_and_cuda_in_one_env():
     torch_pin = M.torch_default_variant(tv).nvidia_pins["nvidia-cudnn-cu12"]
     tf_pin = SpecifierSet(M.tf_release(fv).cudnn_pin)
     assert Version(torch_pin.lstrip("=")) in tf_pin
+    # ...and lock's judgement of the pair on this machine agrees: it fits and the frameworks share one environment
+    from envdoctor.lock.resolve import GpuTarget, PinnedRequirement, Target, check
+
+    pair = [PinnedRequirement("torch", [], tv, f"torch=={tv}"),
+            PinnedRequirement("tensorflow", ["and-cuda"], fv, f"tensorflow[and-cuda]=={fv}")]
+    verdict = check(M, Target(frameworks=[], driver="550.54.15", gpus=[GpuTarget("8.0")], python="3.11"), pair)
+    assert verdict.ok, verdict.problems
     assert any("venv" in x for x in f.fix)
 
 
