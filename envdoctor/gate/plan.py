@@ -497,8 +497,6 @@ def family_of(req: InputRequirement) -> Optional[str]:
 def _module_framework(dist: str) -> Optional[str]:
     """The framework whose module of envdoctor/frameworks/ plans ``dist`` from its own table (onnxruntime-gpu,
     paddlepaddle-gpu), or None (torch, tensorflow and jax have their planners here)."""
-    from envdoctor.frameworks import registry
-
     spec = registry.spec_of_distribution(dist)
     return spec.name if spec is not None and hasattr(spec, "installed_candidate") else None
 
@@ -1073,9 +1071,6 @@ class _Planner:
         """The newest build of the framework's table that the specifiers allow (one with wheels for the target's
         platform and Python when there is one) becomes the planned framework; check's ED690 judges it on the
         overlaid target with the same ``fits`` lock uses."""
-        from envdoctor.frameworks import registry
-        from envdoctor.frameworks.base import Target as FwTarget
-
         spec = registry.get(name)
         for dist in sorted({r.name for r in reqs}):
             mine = [r for r in reqs if r.name == dist]
@@ -1087,7 +1082,7 @@ class _Planner:
                 self.plan.packages.remove(pkg)
                 continue
             sp = self.spec_of(mine)
-            matching = [c for c in spec.candidates(self.m, FwTarget(frameworks=[]))
+            matching = [c for c in spec.candidates(self.m, FrameworkTarget(frameworks=[]))
                         if sp.contains(Version(c.version), prereleases=True if self.pre else None)]
             viable = [c for c in matching if self.python_ok(c.python) is not False
                       and (self.t.platform is None or self.t.platform in c.platforms)]
