@@ -26,6 +26,7 @@ from envdoctor.frameworks.base import Candidate, FrameworkRequest, GpuTarget, Ta
 from envdoctor.knowledge import load_matrices
 from envdoctor.lock.render import Meta, render
 from envdoctor.lock.resolve import intersect, resolve
+from envdoctor.snapshot import Framework
 from tests import snapfactory
 
 M = load_matrices()
@@ -109,6 +110,10 @@ def _laid_in(cands: Sequence[Candidate], pins: Dict[str, str]) -> Tuple[list, Di
         elif c.framework == "jax":
             plugin = f"jax-cuda{c.cuda_major}-plugin" if c.kind == "cuda" else None
             fws.extend(snapfactory.jax(c.version, plugin=plugin, requires=requires))
+        else:  # a framework that is one module of envdoctor/frameworks/ (onnxruntime-gpu, paddlepaddle-gpu)
+            dist = c.requirement.split("[")[0].split("=")[0]
+            fws.append(Framework(name=c.framework, distribution=dist, version=c.version, build=c.kind,
+                                 cuda_version=cuda, cudnn_version=c.cudnn, requires=requires))
     packages = {}
     for name, spec in pins.items():
         v = intersect((spec,))

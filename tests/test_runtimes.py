@@ -80,7 +80,7 @@ def test_onnxruntime_gpu_without_its_cudnn_major(tmp_path):
     assert len(fs) == 1 and fs[0]["severity"] == "warning"
     assert "needs CUDA 12.x and cuDNN 9.x" in fs[0]["message"]
     assert "CUDA 12 runtime (libcudart)" in fs[0]["message"] and "cuDNN 9" in fs[0]["message"]
-    assert "runtimes.toml" in fs[0]["evidence"][0]["source"]
+    assert "onnxruntime.toml" in fs[0]["evidence"][0]["source"]
     # the same release with its wheels present: nothing to say
     pk.update({"nvidia-cuda-runtime-cu12": "12.4.127", "nvidia-cudnn-cu12": "9.1.0.70"})
     snap = gpu_machine(ort("onnxruntime-gpu", "1.19.2", "cuda"), packages=pk)

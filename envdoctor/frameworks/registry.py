@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
-from envdoctor.frameworks import cupy, jax, tensorflow, torch
+from envdoctor.frameworks import cupy, jax, onnxruntime, paddle, tensorflow, torch
 from envdoctor.frameworks.base import FrameworkSpec
 
-SPECS: Dict[str, FrameworkSpec] = {s.name: s for s in (torch.SPEC, tensorflow.SPEC, jax.SPEC, cupy.SPEC)}
+SPECS: Dict[str, FrameworkSpec] = {s.name: s for s in (torch.SPEC, tensorflow.SPEC, jax.SPEC, cupy.SPEC,
+                                                    onnxruntime.SPEC, paddle.SPEC)}
 
 
 def get(name: str) -> FrameworkSpec:

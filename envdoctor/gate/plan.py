@@ -487,9 +487,19 @@ def family_of(req: InputRequirement) -> Optional[str]:
         return n
     if _PLUGIN.match(n):
         return "jax-plugin"
+    owner = _module_framework(n)
+    if owner is not None:
+        return "spec:" + owner
     if n.startswith("nvidia-") and n not in ("nvidia-ml-py", "nvidia-ml-py3"):
         return "nvidia"
     return None
+
+
+def _module_framework(dist: str) -> Optional[str]:
+    """The framework whose module of envdoctor/frameworks/ plans ``dist`` from its own table (onnxruntime-gpu,
+    paddlepaddle-gpu), or None (torch, tensorflow and jax have their planners here)."""
+    spec = registry.spec_of_distribution(dist)
+    return spec.name if spec is not None and hasattr(spec, "installed_candidate") else None
 
 
 class _Planner:
@@ -614,6 +624,8 @@ class _Planner:
                 self.resolve_tensorflow(dist, [r for r in by_family["tensorflow"] if r.name == dist])
         if "jax" in by_family or "jaxlib" in by_family or "jax-plugin" in by_family:
             self.resolve_jax(by_family.get("jax", []), by_family.get("jaxlib", []), by_family.get("jax-plugin", []))
+        for fam in sorted(f for f in by_family if f.startswith("spec:")):
+            self.resolve_module_framework(fam[len("spec:"):], by_family[fam])
         if any(p.facts.get("indirect") for p in self.plan.problems):  # pip stops there: nothing is installed
             for pkg in self.plan.packages:
                 pkg.frameworks, pkg.installable, pkg.assumptions = [], False, []
@@ -1083,6 +1095,41 @@ class _Planner:
             pkg.assumptions.append(f"{primary.loc}: {primary.raw} -> pytorch {patch} ({vname}), the newest the pytorch "
                                    f"channel has in envdoctor's data" + (f" (the channel ends with {last})" if last else ""))
         pkg.assumptions.append(f"{primary.loc}: conda build assumed to have the arch list and cuDNN of the pip {vname} build")
+
+    # -- frameworks planned by their module (envdoctor/frameworks/onnxruntime.py, paddle.py) -------------
+    def resolve_module_framework(self, name: str, reqs: List[InputRequirement]) -> None:
+        """The newest build of the framework's table that the specifiers allow (one with wheels for the target's
+        platform and Python when there is one) becomes the planned framework; check's ED690 judges it on the
+        overlaid target with the same ``fits`` lock uses."""
+        spec = registry.get(name)
+        for dist in sorted({r.name for r in reqs}):
+            mine = [r for r in reqs if r.name == dist]
+            pkg = self._package(name, dist, mine)
+            primary = pkg.primary
+            assert primary is not None  # a package made from at least one requirement
+            if spec.classify(dist) != "gpu" or self.m is None or self.sources(primary).local:
+                self.note(f"{primary.loc}: {primary.raw}: a CPU-only build or a local source; not judged")
+                self.plan.packages.remove(pkg)
+                continue
+            sp = self.spec_of(mine)
+            matching = [c for c in spec.candidates(self.m, FrameworkTarget(frameworks=[]))
+                        if sp.contains(Version(c.version), prereleases=True if self.pre else None)]
+            viable = [c for c in matching if self.python_ok(c.python) is not False
+                      and (self.t.platform is None or self.t.platform in c.platforms)]
+            chosen = (viable or matching)[0] if (viable or matching) else None
+            if chosen is None:
+                self.note(f"{primary.loc}: {primary.raw}: no {dist} release in envdoctor's data matches; not judged")
+                self.plan.packages.remove(pkg)
+                continue
+            pkg.version = chosen.version
+            pkg.summary = f"{dist} {chosen.version} (CUDA {chosen.cuda}" + (f", cuDNN {chosen.cudnn})" if chosen.cudnn else ")")
+            if not [s for s in sp if s.operator in ("==", "===") and "*" not in s.version]:
+                pkg.assumptions.append(f"{primary.loc}: {primary.raw} -> {dist} {chosen.version} (the newest release "
+                                       "envdoctor's data knows that matches)")
+            pkg.frameworks = [Framework(name=name, distribution=dist, version=chosen.version, build="cuda",
+                                        cuda_version=chosen.cuda, cudnn_version=chosen.cudnn,
+                                        requires_python=chosen.python, location="(planned)",
+                                        evidence=self._evidence(pkg))]
 
     # -- tensorflow -------------------------------------------------------------------------------------
     def resolve_tensorflow(self, dist: str, reqs: List[InputRequirement]) -> None:

@@ -46,6 +46,14 @@ def coverage_markdown(m) -> str:
         rows = [r for rs in table_rows(m, table).values() for r in rs]
         unv = sum(1 for r in rows if getattr(r, "unverified", False))
         lines.append(f"| `{table}` | {what.get(table, '')} | {len(rows)} | {unv} |")
+    from .framework_tables import FRAMEWORK_TABLES, all_versions, build_table
+
+    for table, dist in FRAMEWORK_TABLES.items():  # the tables of frameworks that are one module each
+        rows = build_table(f"{table}.toml").rows
+        plats = sorted({p for r in rows for v in r.versions for p in r.platforms_for(v)})
+        lines.append(f"| `{table}` | {dist} {_span(all_versions(f'{table}.toml'))} "
+                     f"({len(all_versions(f'{table}.toml'))} releases); CUDA {_span(r.cuda for r in rows)}; platforms "
+                     f"{', '.join(plats)} | {len(rows)} | {sum(1 for r in rows if r.unverified)} |")
     lines += ["", "UNVERIFIED rows say why in their `verified` string (`envdoctor matrices show TABLE` marks them).",
               "", END]
     return "\n".join(lines)

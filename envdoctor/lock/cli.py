@@ -27,8 +27,11 @@ from envdoctor.lock.resolve import resolve
 from envdoctor.redact import redact_output
 from envdoctor.target_options import driver_os, python_target, resolve_driver
 
+# one --NAME option per lockable framework of envdoctor/frameworks/registry.py (a test keeps the two equal;
+# the registry is not imported here: the command is registered at every start)
 FW_EXAMPLES = {"torch": ("2.5.1", "2.5", ">=2.4,<2.6"), "tensorflow": ("2.16.1", "2.16", ">=2.15,<2.18"),
-               "jax": ("0.4.30", "0.4", ">=0.4.26,<0.5")}
+               "jax": ("0.4.30", "0.4", ">=0.4.26,<0.5"), "onnxruntime": ("1.22.0", "1.22", ">=1.20,<1.24"),
+               "paddlepaddle": ("2.6.2", "2.6", ">=2.5,<2.7")}
 
 
 def _fw_option(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -38,12 +41,16 @@ def _fw_option(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
                              f"(--{name}='{spec}'). Default: torch, plus what the target environment has installed.")
 
 
+def _fw_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    for name in reversed(tuple(FW_EXAMPLES)):
+        f = _fw_option(name)(f)
+    return f
+
+
 @click.command(name="lock")
 @target_options
 @click.option("--cpu", is_flag=True, help="Lock a CPU-only environment (never chosen unless asked for).")
-@_fw_option("torch")
-@_fw_option("tensorflow")
-@_fw_option("jax")
+@_fw_options
 @click.option("--companions", metavar="LIST", default=None,
               help="torch companions kept in lock-step: torchvision,torchaudio (default) or none.")
 @click.option("--root", "root_dir", metavar="DIR", help="Read system files under DIR instead of / (a mounted image).")
@@ -58,20 +65,19 @@ def _fw_option(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 @click.option("--check", "check_file", metavar="FILE",
               help="Re-verify an existing lock against the machine or target; exit 1 when it no longer fits.")
 def lock(cuda: Optional[str], driver: Optional[str], gpus: Tuple[str, ...], python_opt: Optional[str],
-         python_version: Optional[str], platform: Optional[str], cpu: bool, torch: Optional[str],
-         tensorflow: Optional[str], jax: Optional[str], companions: Optional[str], root_dir: Optional[str],
-         snapshot_file: Optional[str], timeout: float, fmt: str, env_name: Optional[str], output: Optional[str],
-         force: bool, check_file: Optional[str]) -> None:
+         python_version: Optional[str], platform: Optional[str], cpu: bool, companions: Optional[str],
+         root_dir: Optional[str], snapshot_file: Optional[str], timeout: float, fmt: str, env_name: Optional[str],
+         output: Optional[str], force: bool, check_file: Optional[str], **frameworks: Optional[str]) -> None:
     """Pin torch / tensorflow / jax builds that fit together and fit the machine (or --cuda / --driver / --snapshot):
     a requirements-cuda.txt for pip and uv, or an environment.yml for conda."""
     python_path, python_version = python_target(python_opt, python_version)
-    fw_given: Dict[str, Optional[str]] = {"torch": torch, "tensorflow": tensorflow, "jax": jax}
+    fw_given: Dict[str, Optional[str]] = {name: frameworks[name] for name in FW_EXAMPLES}
     if check_file:
         if output or force:
             raise BadInput("--check reads FILE and writes nothing; it cannot be combined with -o / --force")
         if any(v is not None for v in fw_given.values()) or companions is not None or env_name:
-            raise BadInput("--check verifies the pins already in FILE; --torch / --tensorflow / --jax / --companions / "
-                           "--name do not apply")
+            raise BadInput("--check verifies the pins already in FILE; "
+                           + " / ".join(f"--{n}" for n in FW_EXAMPLES) + " / --companions / --name do not apply")
     if force and not output:
         raise BadInput("--force only applies with -o FILE")
 

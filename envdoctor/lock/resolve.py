@@ -756,8 +756,20 @@ def candidates_from_pins(m: Any, reqs: Sequence[PinnedRequirement], platform: st
                     problems.append(f"jax {jax_req.version} has no {plugin_names[0]} plugin release (per the data)")
             if plugin is not None or not plugin_names:
                 picks.append(jax_candidate(m, rel, plugin))
+    for spec in registry.SPECS.values():  # frameworks whose module names a pinned build (onnxruntime, paddlepaddle)
+        pinned = getattr(spec, "pinned_candidate", None)
+        for req in reqs if pinned is not None else ():
+            if spec.classify(req.name) != "gpu":
+                continue
+            cand = pinned(req.version) if req.version else None
+            if not req.version:
+                problems.append(f"{req.text}: not an exact pin (==)")
+            elif cand is None:
+                problems.append(f"{req.name} {req.version} is not in the compatibility data (collected {m.collected})")
+            else:
+                picks.append(cand)
     if not picks and not problems:
-        problems.append("the file pins no torch, tensorflow or jax")
+        problems.append("the file pins no " + ", ".join(registry.names(lockable=True)))
     return picks, problems
 
 

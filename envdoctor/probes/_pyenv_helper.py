@@ -42,6 +42,8 @@ FILES = {
     "jax": ["jax/version.py"],
     "jaxlib": ["jaxlib/version.py"],
     "onnxruntime": ["onnxruntime/capi/build_and_package_info.py"],
+    "paddlepaddle": ["paddle/version/__init__.py"],
+    "paddlepaddle-gpu": ["paddle/version/__init__.py"],
 }
 TF_FILES = ["tensorflow/python/platform/build_info.py"]
 # folders inside a distribution's package that may bundle CUDA libraries (older torch wheels: torch/lib/libcudnn.so.8,

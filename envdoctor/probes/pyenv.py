@@ -365,11 +365,16 @@ def _framework(dist: dict, installed: Dict[str, dict], platform_tag: str) -> Opt
             fw.version = file_version
         fw.build, fw.cuda_version, fw.rocm_version = _cupy_build(norm)
     elif name == "paddlepaddle":
-        if norm == "paddlepaddle-gpu":
+        # paddle/version/__init__.py: cuda_version = '11.8', cudnn_version = '8.6.0' ('False' in a CPU build)
+        text = read("paddle/version/__init__.py")
+        values = {k: v for k, v in (_simple_assignments(text) if text else {}).items() if v not in ("", "False")}
+        if norm == "paddlepaddle-gpu" or values.get("cuda_version"):
             fw.build = "cuda"
             m = re.search(r"\.post([0-9])([0-9])([0-9])?$", fw.version)  # 2.5.1.post117 -> CUDA 11.7
             if m:
                 fw.cuda_version = f"{m.group(1)}{m.group(2)}.{m.group(3)}" if m.group(3) else f"{m.group(1)}.{m.group(2)}"
+            fw.cuda_version = values.get("cuda_version") or fw.cuda_version
+            fw.cudnn_version = values.get("cudnn_version") or None
         else:
             fw.build = "cpu"
     elif name == "onnxruntime":

@@ -28,6 +28,7 @@ RULE_MODULES = (
     "libcuda",
     "ptxas",
     "runtimes",
+    "framework_fit",
 )
 
 for _name in RULE_MODULES:

@@ -1,5 +1,5 @@
 """matrices/runtime_env.toml (PYTORCH_CUDA_ALLOC_CONF keys, first NumPy-2 builds) and matrices/runtimes.toml
-(deployment runtimes: onnxruntime-gpu, TensorRT, torch's ONNX exporter), each read once."""
+(deployment runtimes: TensorRT, torch's ONNX exporter), each read once."""
 from __future__ import annotations
 
 import functools

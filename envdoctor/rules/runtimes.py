@@ -1,15 +1,15 @@
 """ED680-ED683: deployment runtimes -- ONNX Runtime's CUDA execution provider, the TensorRT wheels' CUDA line,
-torch's ONNX exporter prerequisites. The per-release facts are data (matrices/runtimes.toml)."""
+torch's ONNX exporter prerequisites. The per-release facts are data (matrices/onnxruntime.toml, matrices/runtimes.toml)."""
 from __future__ import annotations
 
 import re
 from typing import List, Optional, Tuple
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from envdoctor.facts.builds import cuda_builds
 from envdoctor.facts.driver import driver_facts, driver_runs
 from envdoctor.facts.versions import parse_version
+from envdoctor.knowledge.framework_tables import row_for
 from envdoctor.rules._runtime_data import runtimes_rows
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
 from envdoctor.rules.context import Context
@@ -32,15 +32,10 @@ def _ort_needs(fw) -> Tuple[Optional[str], Optional[str], str]:
     cuda, cudnn = _major(fw.cuda_version), _major(fw.cudnn_version)
     source = fw.evidence[-1].source if fw.evidence and (cuda or cudnn) else ""
     v = parse_version(fw.version)
-    if v is not None and not (cuda and cudnn):
-        for row in runtimes_rows("onnxruntime_gpu"):
-            try:
-                if v.base_version in SpecifierSet(str(row.get("releases", ""))):
-                    cuda, cudnn = cuda or str(row.get("cuda")), cudnn or str(row.get("cudnn"))
-                    source = "; ".join(x for x in (source, f"{DATA}: {row.get('source', '')}") if x)
-                    break
-            except InvalidSpecifier:
-                continue
+    row = row_for("onnxruntime.toml", v.public) if v is not None and not (cuda and cudnn) else None
+    if row is not None:  # the framework module's table (envdoctor/frameworks/onnxruntime.py)
+        cuda, cudnn = cuda or _major(row.cuda), cudnn or str(row.cudnn_major)
+        source = "; ".join(x for x in (source, f"matrices/onnxruntime.toml: {row.source}") if x)
     return cuda, cudnn, source
 
 
@@ -101,7 +96,7 @@ onnxruntime-gpu loads libonnxruntime_providers_cuda at session creation; it need
 majors it was built for (ORT's table: CUDA 11.8 builds run on any 11.x, 12.x builds on any 12.x; cuDNN 8 and 9 are
 not interchangeable; from 1.19 the index's default build is CUDA 12 / cuDNN 9) and a driver that runs that CUDA.
 When one is missing ORT logs "Failed to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 12.*" and falls back
-to the CPU. The majors come from the wheel's capi/build_and_package_info.py where it says, else matrices/runtimes.toml.
+to the CPU. The majors come from the wheel's capi/build_and_package_info.py where it says, else matrices/onnxruntime.toml.
 """,
     example="onnxruntime-gpu 1.19.2 next to torch 2.3.1+cu118 (cuDNN 8 wheels only): ED681, no cuDNN 9 found.",
     references=["https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements",
