@@ -157,4 +157,4 @@ def test_rules_are_in_the_catalogue_with_explain():
         assert proc.stdout.startswith(rid) and "\nFix: " in proc.stdout and "envdoctor/rules/runtimes.py" in proc.stdout
     for rid in ("ED712", "ED713"):  # the smoke rules
         proc = run("explain", rid)
-        assert proc.returncode == 0 and "\nFix: " in proc.stdout and "envdoctor/smoke/findings.py" in proc.stdout, proc.stdout
+        assert proc.returncode == 0 and "\nFix: " in proc.stdout and "envdoctor/rules/smoke_rules.py" in proc.stdout, proc.stdout
