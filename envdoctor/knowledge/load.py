@@ -308,10 +308,10 @@ def sha256(data: bytes = b"") -> Any:
     """hashlib.sha256, from CPython's own module when there is one: importing hashlib loads OpenSSL
     (~3 ms of every start, issue 18); the digests are the same."""
     try:
-        from _sha256 import sha256 as impl  # type: ignore[import-not-found]  # CPython <= 3.11
+        from _sha256 import sha256 as impl  # CPython <= 3.11
     except ImportError:
         try:
-            from _sha2 import sha256 as impl  # type: ignore[import-not-found]  # CPython 3.12+
+            from _sha2 import sha256 as impl  # CPython 3.12+
         except ImportError:
             from hashlib import sha256 as impl  # another Python: hashlib's
     return impl(data)
