@@ -449,7 +449,7 @@ def _from_json(tp: Any, value: Any, where: str) -> Any:
             return None
         inner = [a for a in args if a is not type(None)]
         return _from_json(inner[0], value, where)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):  # a record's class (a hint is never an instance)
         if not isinstance(value, dict):
             raise ValueError(f"{where}: expected an object")
         hints = _hints(tp)
@@ -457,7 +457,7 @@ def _from_json(tp: Any, value: Any, where: str) -> Any:
         for f in dataclasses.fields(tp):
             if f.name in value:
                 kwargs[f.name] = _from_json(hints[f.name], value[f.name], f"{where}.{f.name}")
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:  # type: ignore[misc]
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise ValueError(f"{where}: missing field {f.name!r}")
         return tp(**kwargs)
     if origin in (list, List):

@@ -46,8 +46,11 @@ def torch_choice(ctx, fw: Framework, fits: Callable[[object], bool]) -> Optional
     m = matrices(ctx)
     if m is None:
         return None
+    plat = platform_key(ctx)
+    if plat is None:  # a platform no key names: no build is published for it
+        return None
     py = python_version(ctx)
-    found = torch_fw.SPEC.choose_variant(m, fw.version, platform_key(ctx), str(py) if py else None, fits)
+    found = torch_fw.SPEC.choose_variant(m, fw.version, plat, str(py) if py else None, fits)
     return TorchChoice(*found) if found is not None else None
 
 
@@ -56,8 +59,11 @@ def tf_choice(ctx, fits: Callable[[object], bool]):
     m = matrices(ctx)
     if m is None:
         return None
+    plat = platform_key(ctx)
+    if plat is None:  # a platform no key names: no build is published for it
+        return None
     py = python_version(ctx)
-    return tf_fw.SPEC.choose_release(m, platform_key(ctx), bool(ctx.snap.platform.wsl),
+    return tf_fw.SPEC.choose_release(m, plat, bool(ctx.snap.platform.wsl),
                                                      str(py) if py else None, fits)
 
 
@@ -83,5 +89,6 @@ def spec_target(ctx, driver: Optional[str], ccs: List[str]) -> Target:
     """The inspected machine as the frameworks/ specs' Target: platform, Python X.Y, driver, GPUs."""
     py = python_version(ctx)
     return Target(frameworks=[], driver=driver, gpus=[GpuTarget(cc) for cc in ccs],
-                  python=f"{py.major}.{py.minor}" if py is not None else None, platform=platform_key(ctx),
+                  python=f"{py.major}.{py.minor}" if py is not None else None,
+                  platform=platform_key(ctx) or "",  # no key (i686, s390x): "" names no published build
                   wsl=bool(ctx.snap.platform.wsl), companions=[])

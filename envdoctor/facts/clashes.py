@@ -21,9 +21,7 @@ from envdoctor.frameworks.base import Target
 from envdoctor.snapshot import Framework
 
 
-def mm(v: Optional[Version]) -> Optional[Tuple[int, int]]:
-    if v is None:
-        return None
+def mm(v: Version) -> Tuple[int, int]:
     rel = v.release + (0,)
     return (rel[0], rel[1])
 
@@ -58,7 +56,8 @@ _FAMILY_ORDER = registry.names(lockable=True)  # ("torch", "tensorflow", "jax")
 def _family(fw: Framework) -> Optional[str]:
     if fw.name in ("torch", "tensorflow"):
         return fw.name
-    if jax_plugin(fw) is not None and jax_plugin(fw)[1] == "plugin":
+    plugin = jax_plugin(fw)
+    if plugin is not None and plugin[1] == "plugin":
         return "jax"
     if fw.name == "jax":
         return None  # its pins on nvidia-* are extras of the plugin; the plugin speaks for it
@@ -213,10 +212,10 @@ def pair_fix(ctx, broken: Pin, kept: Pin, names: Sequence[str]) -> List[str]:
             fix += [f"No release of one framework agrees with the other as installed; the pins of {lb} and {lk} "
                     f"agree on {', '.join(names)}:", f'$ pip install "{cb}" "{ck}"']
     extra = sorted({p.extra for p in parse_pins(broken.owner, ctx.snap) if p.extra and p.name in names})
-    dist = broken.owner.distribution + (f"[{extra[0]}]" if extra else "")
+    requirement = broken.owner.distribution + (f"[{extra[0]}]" if extra else "")
     fix += ["Or give each framework its own environment:",
             f"$ python -m venv ~/venv-{broken.owner.name} && ~/venv-{broken.owner.name}/bin/pip install "
-            f"\"{dist}=={public(broken.owner.version) or broken.owner.version}\""]
+            f"\"{requirement}=={public(broken.owner.version) or broken.owner.version}\""]
     return fix
 
 

@@ -44,8 +44,9 @@ _OS_PREFIX = {"linux": "linux", "windows": "win", "macos": "macos"}
 
 
 def _snap(source: Source) -> "Snapshot":
-    inner = getattr(source, "snap", None)
-    return inner if inner is not None else source  # type: ignore[return-value]
+    inner = getattr(source, "snap", None)  # a rules Context: the snapshot it carries
+    # duck-typed as it was: whatever carries no snapshot is taken for one
+    return inner if inner is not None else source  # type: ignore[return-value]  # a Context always has .snap
 
 
 def os_of(system: Optional[str]) -> str:

@@ -13,6 +13,7 @@ and arrays of tables (``[[release]]``, ``[[gpu]]`` ...).  Loading never raises:
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
@@ -26,11 +27,11 @@ from envdoctor.records import dataclass
 class _LazyToml:
     """tomllib (tomli before 3.11), imported only when a table's text is not in the parse cache."""
 
-    def __getattr__(self, name: str):
-        try:
+    def __getattr__(self, name: str) -> Any:
+        if sys.version_info >= (3, 11):
             import tomllib as mod
-        except ImportError:  # pragma: no cover - Python < 3.11
-            import tomli as mod  # type: ignore[no-redef]
+        else:  # pragma: no cover - Python < 3.11
+            import tomli as mod
         return getattr(mod, name)
 
 
@@ -307,12 +308,12 @@ def sha256(data: bytes = b"") -> Any:
     """hashlib.sha256, from CPython's own module when there is one: importing hashlib loads OpenSSL
     (~3 ms of every start, issue 18); the digests are the same."""
     try:
-        from _sha256 import sha256 as impl  # type: ignore[import-not-found]  # CPython <= 3.11
+        from _sha256 import sha256 as impl  # CPython <= 3.11
     except ImportError:
         try:
-            from _sha2 import sha256 as impl  # type: ignore[import-not-found,no-redef]  # CPython 3.12+
+            from _sha2 import sha256 as impl  # CPython 3.12+
         except ImportError:
-            from hashlib import sha256 as impl  # type: ignore[assignment]  # another Python: hashlib's
+            from hashlib import sha256 as impl  # another Python: hashlib's
     return impl(data)
 
 

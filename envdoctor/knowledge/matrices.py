@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
@@ -147,8 +147,9 @@ class Matrices:
                 return row
         return None
 
-    def cuda_release(self, version: str) -> Optional[CudaRelease]:
-        """The row of a toolkit version: ``"12.4"`` -> the 12.4 GA row, ``"12.4.1"`` -> that update.
+    def cuda_release(self, version: Optional[str]) -> Optional[CudaRelease]:
+        """The row of a toolkit version: ``"12.4"`` -> the 12.4 GA row, ``"12.4.1"`` -> that update; None for
+        no version (or an unparsable one).
 
         An unknown ``X.Y.Z`` maps to the newest X.Y row not newer than it; when Z looks like an nvcc
         build number (> 9) in a family versioned by update numbers, to the GA row.
@@ -173,7 +174,7 @@ class Matrices:
         older = [r for r in rows if Version(r.version) <= base]
         return max(older, key=lambda r: Version(r.version)) if older else ga
 
-    def min_driver_for_cuda(self, cuda: str, os: str = "linux") -> Optional[str]:
+    def min_driver_for_cuda(self, cuda: Optional[str], os: str = "linux") -> Optional[str]:
         """Toolkit driver of that release (full features / PTX JIT); None when unknown or N/A."""
         r = self.cuda_release(cuda)
         return r.driver(os) if r is not None else None
@@ -444,7 +445,7 @@ def _build_parts(bundled: Path, cache: Path) -> Dict[str, Any]:
         warnings.extend(w)
         merged[table] = mt
 
-    def guarded(name: str, fn, default):  # type: ignore[no-untyped-def]
+    def guarded(name: str, fn: Callable[[], Any], default: Any) -> Any:
         try:
             return fn()
         except Exception as exc:  # noqa: BLE001

@@ -487,7 +487,7 @@ def _last_windows_tf(ctx):
     rows = [t for t in m.tensorflow_releases if t.gpu_on("win-amd64")]
     if not rows:
         return None
-    return max(rows, key=lambda t: parse_version(t.version))
+    return max(rows, key=lambda t: Version(t.version))
 
 
 def _python_in(ctx, text: Optional[str]) -> Optional[bool]:

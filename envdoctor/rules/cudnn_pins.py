@@ -17,7 +17,7 @@ versions, labels); the pin-overlap helpers at the top serve this module only.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -82,7 +82,8 @@ def cudnn_needs(ctx) -> List[CudnnNeed]:
             continue
         extras = extras_in_effect(fw, snap, ctx.frameworks)
         # a pin behind an extra that was not installed (plain tensorflow, not [and-cuda]) is not what the build loads
-        pins = [p for p in parse_pins(fw, snap) if is_cudnn_wheel(p.name) and extras.get(p.extra) is not False]
+        pins = [p for p in parse_pins(fw, snap) if is_cudnn_wheel(p.name)
+                and (p.extra is None or extras.get(p.extra) is not False)]
         if pins:
             p = pins[0]
             out.append(CudnnNeed(fw, spec_major(p.specifier), lower_bound(p.specifier), p, True,
@@ -100,7 +101,7 @@ def cudnn_needs(ctx) -> List[CudnnNeed]:
                     minimum = rel_v
                 what = f"cuDNN {v.major}" + (f" (>= {minimum})" if minimum is not None else "")
                 out.append(CudnnNeed(fw, v.major, minimum, None, False, fw_src(fw), what))
-            elif rel_v is not None:
+            elif rel is not None and rel_v is not None:
                 out.append(CudnnNeed(fw, rel_v.major, rel_v, None, False, row_src(ctx, rel), f"cuDNN {rel.cudnn}"))
             continue
         if fw.name == "jaxlib":
@@ -124,6 +125,14 @@ def cudnn_needs(ctx) -> List[CudnnNeed]:
 
 def _libraries(snap: Snapshot) -> List[Cudnn]:
     return [c for c in snap.cudnn if c.kind == "library" and parse_version(c.version) is not None]
+
+
+def _version_of(c: Cudnn) -> Version:
+    """The version of a library that _libraries() lists (those have a parsable one)."""
+    v = parse_version(c.version)
+    if v is None:
+        raise ValueError(f"cuDNN at {c.path}: no version (not one of _libraries())")
+    return v
 
 
 def _cudnn_src(c: Cudnn) -> str:
@@ -203,7 +212,7 @@ def cudnn_missing_or_wrong(ctx, r):
         if pin is not None and pin.extra is None and pkgs:
             # the build's own unconditional pin is not installed: its import breaks, GPU or not
             same_major_libs = [c for c in _libraries(snap) if need.major is not None
-                               and parse_version(c.version).major == need.major]
+                               and _version_of(c).major == need.major]
             ev = base_ev + [EvidenceItem("installed cuDNN wheels",
                                          ", ".join(f"{n} {v}" for n, v in sorted(other_wheels.items())) or "none",
                                          "python.packages")]
@@ -243,11 +252,11 @@ def cudnn_missing_or_wrong(ctx, r):
                 findings.append(f)
             continue
         if need.wheels_count and pin is None:
-            wheel = next(((n, v) for n, v in other_wheels.items()
-                          if parse_version(v) is not None and parse_version(v).major == need.major), None)
-            if wheel is not None:
-                f = _judge_version(ctx, r, need, wheel[1], f"{wheel[0]} {wheel[1]} wheel", "python.packages",
-                                   base_ev, fix_wheel=wheel[0])
+            same_major = next(((n, v) for n, v in other_wheels.items()
+                               if (wv := parse_version(v)) is not None and wv.major == need.major), None)
+            if same_major is not None:
+                f = _judge_version(ctx, r, need, same_major[1], f"{same_major[0]} {same_major[1]} wheel",
+                                   "python.packages", base_ev, fix_wheel=same_major[0])
                 if f is not None:
                     findings.append(f)
                 continue
@@ -287,6 +296,8 @@ def _mmp(v: Version) -> str:
 def _judge_version(ctx, r, need: CudnnNeed, version: str, where: str, source: str, base_ev, fix_wheel=None):
     fw = need.fw
     label = fw_label(fw)
+    if need.major is None:  # the caller judges only a known major
+        return None
     iv = parse_version(version)
     if iv is None or need.minimum is None or mm(iv) >= mm(need.minimum):
         return None
@@ -309,16 +320,19 @@ def _judge_version(ctx, r, need: CudnnNeed, version: str, where: str, source: st
 def _judge_system(ctx, r, need: CudnnNeed, base_ev, other_wheels: Dict[str, str]):
     fw = need.fw
     label = fw_label(fw)
-    libs = _libraries(ctx.snap)
-    same = [c for c in libs if parse_version(c.version).major == need.major]
+    if need.major is None:  # the caller judges only a known major
+        return None
+    libs = _libraries(ctx.snap)  # (parsable versions only)
+    same = [c for c in libs if _version_of(c).major == need.major]
     fw_cuda = _cuda_major(fw)
     if same and fw_cuda is not None and ctx.matrices is not None:
-        fitting, foreign = [], []
+        fitting: List[Tuple[Cudnn, Any]] = []  # (library, its matrices/cudnn.toml row)
+        foreign: List[Tuple[Cudnn, Any]] = []
         for c in same:
             row = ctx.matrices.cudnn_release(c.version)
             (foreign if row is not None and row.cuda_majors and fw_cuda not in row.cuda_majors else fitting).append((c, row))
         if not fitting:
-            c, row = max(foreign, key=lambda x: parse_version(x[0].version))
+            c, row = max(foreign, key=lambda x: _version_of(x[0]))
             ev = base_ev + [EvidenceItem("system cuDNN", f"{c.version} at {c.path}", _cudnn_src(c)),
                             EvidenceItem(f"cuDNN {row.label} builds", "CUDA " + ", ".join(str(x) for x in row.cuda_majors),
                                          row_src(ctx, row))]
@@ -337,8 +351,8 @@ def _judge_system(ctx, r, need: CudnnNeed, base_ev, other_wheels: Dict[str, str]
 
         lib = loaded(ctx, fw, "cudnn")
         picked = [c for c in same if lib is not None and c.path == lib.path]
-        newest = picked[0] if picked else max(same, key=lambda c: parse_version(c.version))
-        return _judge_version(ctx, r, need, newest.version, f"{newest.path}", _cudnn_src(newest), base_ev)
+        newest = picked[0] if picked else max(same, key=_version_of)
+        return _judge_version(ctx, r, need, newest.version or "", f"{newest.path}", _cudnn_src(newest), base_ev)
     cuda_major = _cuda_major(fw) or need.major
     wheel_name = f"nvidia-cudnn-cu{cuda_major}"
     ev = list(base_ev)
@@ -349,9 +363,10 @@ def _judge_system(ctx, r, need: CudnnNeed, base_ev, other_wheels: Dict[str, str]
     fix: List[str] = []
     if fw.name == "tensorflow":
         rel = ctx.matrices.tf_release(fw.version) if ctx.matrices is not None else None
-        if rel is not None and rel.and_cuda and parse_version(fw.version) is not None:
+        fv = parse_version(fw.version)
+        if rel is not None and rel.and_cuda and fv is not None:
             fix += [f"Let pip install the CUDA libraries {label} was built with:",
-                    f'$ pip install "tensorflow[and-cuda]=={parse_version(fw.version).public}"']
+                    f'$ pip install "tensorflow[and-cuda]=={fv.public}"']
             src = row_src(ctx, rel)
             ev.append(EvidenceItem("tensorflow[and-cuda] pins", rel.cudnn_pin or "", src))
         elif rel is not None:
@@ -364,7 +379,7 @@ def _judge_system(ctx, r, need: CudnnNeed, base_ev, other_wheels: Dict[str, str]
     elif not fix:
         lo = f">={need.minimum}," if need.minimum is not None else ""
         fix += [f"Install cuDNN {need.major} (for CUDA {cuda_major}):", f'$ pip install "{wheel_name}{lo}<{need.major + 1}"']
-    found = sorted({f"cuDNN {parse_version(c.version).major} ({c.path})" for c in libs})
+    found = sorted({f"cuDNN {_version_of(c).major} ({c.path})" for c in libs})
     if found:
         msg = (f"{label} needs {need.what} but only " + ", ".join(found) + f" is on this machine: "
                f"libcudnn.so.{need.major} cannot be loaded, so it falls back to the CPU or fails at the first convolution.")
@@ -457,8 +472,8 @@ def cudnn_several_majors(ctx, r):
                 fix += [f"Nothing installed needs cuDNN {mj}: find the package that owns {where} and remove it",
                         f"$ dpkg -S {where}" if (snap.platform.distro_id or "") in ("ubuntu", "debian") else f"$ rpm -qf {where}"]
     if len(needed) >= 2:
-        users = "; ".join(f"cuDNN {mj}: {', '.join(u)}" for mj, u in sorted(needed.items()))
-        fix.append(f"The installed frameworks need different cuDNN majors ({users}): give them separate "
+        who = "; ".join(f"cuDNN {mj}: {', '.join(u)}" for mj, u in sorted(needed.items()))
+        fix.append(f"The installed frameworks need different cuDNN majors ({who}): give them separate "
                    f"environments, e.g. $ python -m venv ~/venv-{needs[0].fw.name} for one of them.")
     if not fix:
         fix.append("Make sure each process sees only the cuDNN its framework was built for: remove the other "

@@ -9,6 +9,7 @@ does not (gate judges an install plan) leaves it out, and the CPU-build rules ke
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import FrozenSet, Iterable, Optional
 
@@ -54,10 +55,11 @@ def configured(cwd: Optional[Path] = None) -> FrozenSet[str]:
         path = base / name
         if not path.is_file():
             continue
-        try:  # only where a config file is there: most runs never import the TOML parser
-            import tomllib  # type: ignore[import-not-found]
-        except ImportError:  # Python < 3.11
-            import tomli as tomllib  # type: ignore[no-redef]
+        # only where a config file is there: most runs never import the TOML parser
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # Python < 3.11
+            import tomli as tomllib
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

@@ -15,7 +15,7 @@ Pins come from the installed metadata first (Framework.requires), the matrices s
 """
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -74,8 +74,8 @@ def _jaxlib_spec(ctx, jax: Framework) -> Tuple[Optional[SpecifierSet], str, str]
 def _jax_parts(ctx):
     jax = ctx.framework("jax")
     jaxlib = ctx.framework("jaxlib")
-    plugins = {}
-    pjrts = {}
+    plugins: Dict[int, Framework] = {}  # CUDA major -> the jax-cudaN-plugin
+    pjrts: Dict[int, Framework] = {}  # CUDA major -> the jax-cudaN-pjrt
     for fw in ctx.frameworks:
         p = jax_plugin(fw)
         if p is None:

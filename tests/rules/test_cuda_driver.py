@@ -93,6 +93,18 @@ def test_jax_cuda13_plugin_on_a_cuda12_driver_suggests_the_cuda12_plugin_of_the_
     assert "$ pip install 'jax[cuda12]==0.10.2'" in f.fix
 
 
+def test_a_platform_no_key_names_gets_the_finding_without_a_wheel_alternative(mat):
+    """On a machine whose arch no platform key names (s390x), the alternative build is looked for on no platform:
+    the finding stands with the driver fix alone (it once failed as ED003 with a TypeError, found by mypy, #13)."""
+    snap = machine(driver="570.133.20", driver_cuda="12.8", gpus=["NVIDIA H100 80GB HBM3:9.0"],
+                   frameworks=jax("0.10.2", plugin="jax-cuda13-plugin"), python="3.12.3", machine_arch="s390x")
+    found = run(snap, mat)
+    assert not [f for f in found if f.id == "ED003"], [f.message for f in found]
+    [f] = [f for f in found if f.id == "ED100"]
+    assert f.severity == "error" and "580" in f.message
+    assert f.fix == ["Upgrade the NVIDIA driver to >= 580.65.06."]
+
+
 def test_cupy_for_cuda12_on_470(mat):
     cupy = Framework("cupy", "cupy-cuda12x", "13.3.0", build="cuda")
     snap = machine(driver="470.223.02", driver_cuda="11.4", gpus=["Tesla T4:7.5"], frameworks=[cupy])
