@@ -175,7 +175,7 @@ def resolve_gpu(matrices: Any, text: str) -> Tuple[str, str]:
     if _CC_TEXT.match(value):
         cc = normalize_cc(value)
         arch = matrices.arch(cc) if (cc is not None and matrices is not None) else None
-        if arch is None:
+        if cc is None or arch is None:
             raise ValueError(f"unknown GPU architecture {value!r}; the data knows {known}")
         return f"{arch.name} GPU (sm_{cc.replace('.', '')})", cc
     cc = matrices.cc_for_gpu_name(value) if (matrices is not None and value) else None
@@ -417,13 +417,21 @@ class PlannedPackage:
     installable: bool = True
 
     @property
-    def primary(self) -> Optional[InputRequirement]:
+    def primary(self) -> InputRequirement:
+        """The first line that names the package (a constraint where only constraints do); ``_Planner._package``
+        makes every planned package from at least one."""
         reqs = self.requirements or self.constraints
-        return reqs[0] if reqs else None
+        if not reqs:
+            raise ValueError(f"planned package {self.name} has no requirement")
+        return reqs[0]
 
     @property
     def locs(self) -> List[Location]:
         return [r.loc for r in self.requirements + self.constraints]
+
+
+#: one nvidia-* pin on the plan: (specifier, who pins it, the input line behind it, the planned framework that pins it)
+PlannedPin = Tuple[SpecifierSet, str, Optional[Location], Optional[Framework]]
 
 
 @dataclass
@@ -434,7 +442,7 @@ class Plan:
     problems: List[Problem] = field(default_factory=list)
     assumptions: List[str] = field(default_factory=list)
     installed: Dict[str, str] = field(default_factory=dict)  # distribution -> version the install leaves
-    pins: Dict[str, List[Tuple[Any, ...]]] = field(default_factory=dict)  # package -> [(spec, owner, loc, Framework)]
+    pins: Dict[str, List[PlannedPin]] = field(default_factory=dict)  # package -> [(spec, owner, loc, Framework)]
     resolver: str = ""  # how the versions were found: "uv 0.x for Python 3.10 on ..." or "offline: why"
     not_judged: List[Tuple[str, str]] = field(default_factory=list)  # (input line, why it was not judged)
     indirect: Dict[str, str] = field(default_factory=dict)  # input line -> why gate/constraints.py could not judge it ("": judged)
@@ -635,7 +643,7 @@ class _Planner:
                 pkg.installable = False
                 failing = any(p.severity == "error" and (set(p.locs) & set(pkg.locs) or p.facts.get("indirect"))
                               for p in self.plan.problems)
-                pkg.summary = f"{pkg.primary.raw if pkg.primary else pkg.name} (" + (
+                pkg.summary = f"{pkg.primary.raw} (" + (
                     "cannot be installed" if failing else "not judged") + ")"
         self.direct_references()
         for r in self.selected_requirements():
@@ -681,7 +689,8 @@ class _Planner:
                     self.problem("wheel-tags", "error", r.raw, [r], package=r.name, version=r.version or "",
                                  url=r.url, tags=list(r.wheel_tags), why=bad)
                     continue
-                label = (_v(r.version).local or "") if _v(r.version) is not None else ""
+                rv = _v(r.version)
+                label = (rv.local or "") if rv is not None else ""
                 mm = re.match(r"^cu(\d+)(\d)$", label.split(".")[0])
                 if mm and self.cpu_only:
                     self.plan.not_judged.append((str(r.loc), f"{r.raw}: a CUDA {mm.group(1)}.{mm.group(2)} build "
@@ -948,7 +957,7 @@ class _Planner:
 
     # -- torchvision / torchaudio ----------------------------------------------------------------------------
     def companion_candidates(self, name: str, srcs: Sources) -> List[Dict[str, Any]]:
-        out = []
+        out: List[Dict[str, Any]] = []
         if self.m is None:
             return out
         for s in srcs.items:
@@ -1018,7 +1027,8 @@ class _Planner:
                                      group=primary.group)
         srcs = self.sources(primary)
         cands = self.torch_candidates(srcs)
-        label = _v(cpkg.version).local if _v(cpkg.version) is not None else None
+        cv = _v(cpkg.version)
+        label = cv.local if cv is not None else None
         if label:
             cands = [c for c in cands if c["version"].local == label]
         chosen, _, _ = self.choose(cands, self.spec_of([synthetic]), srcs)
@@ -1059,7 +1069,7 @@ class _Planner:
             self.note(f"{primary.loc}: {primary.raw} without pytorch-cuda / cudatoolkit / cpuonly: the build conda "
                       f"picks depends on the solver; not judged")
             return
-        vname = "cpu" if kind == "cpu" else "cu" + cuda.replace(".", "")
+        vname = "cpu" if kind == "cpu" or cuda is None else "cu" + cuda.replace(".", "")  # kind "cuda" sets cuda
         last = next((c.last for c in m.conda if c.channel == "pytorch"), None)
         spec = self.spec_of([primary])
         pkg = self._package("torch", "torch", [primary] + [conda_reqs[n] for n in ("pytorch-cuda", "cudatoolkit", "cpuonly")
@@ -1106,7 +1116,6 @@ class _Planner:
             mine = [r for r in reqs if r.name == dist]
             pkg = self._package(name, dist, mine)
             primary = pkg.primary
-            assert primary is not None  # a package made from at least one requirement
             if spec.classify(dist) != "gpu" or self.m is None or self.sources(primary).local:
                 self.note(f"{primary.loc}: {primary.raw}: a CPU-only build or a local source; not judged")
                 self.plan.packages.remove(pkg)
@@ -1164,7 +1173,7 @@ class _Planner:
             if got is not None and not any(Version(c["text"]) == ev for c in cands):
                 cands.append({"version": ev, "text": s.version, "release": got, "source": src,
                               "python_ok": self.python_ok(got.python), "python_spec": got.python})
-        pre = self.pre or any(_v(s.version) is not None and _v(s.version).is_prerelease for s in exact)
+        pre = self.pre or any(ev is not None and ev.is_prerelease for ev in (_v(s.version) for s in exact))
         matching = [c for c in cands if spec.contains(c["version"], prereleases=True if pre else None)]
         if self._deprecated_tf(pkg, reqs, dist, spec, exact, matching, cands):
             return
@@ -1428,7 +1437,7 @@ class _Planner:
         sp = _spec(spec_text if spec_text[:1] in "<>=!~" else f"=={spec_text}")
         if sp is None or not str(sp):
             return
-        self.plan.pins.setdefault(name, []).append((sp, owner, loc, fw))  # type: ignore[arg-type]
+        self.plan.pins.setdefault(name, []).append((sp, owner, loc, fw))
 
     def resolve_pins(self, user_pins: List[InputRequirement]) -> None:
         env_ok = self.t.platform in ("linux-x86_64", None)

@@ -106,7 +106,7 @@ def resolver_for(env: Mapping[str, str]) -> Optional[Tuple[str, List[str]]]:
     if pref in ("auto", "uv"):
         uv = None
         try:
-            from uv import find_uv_bin  # type: ignore[import-not-found]
+            from uv import find_uv_bin
 
             uv = find_uv_bin()
         except Exception:  # noqa: BLE001 - the extra is not installed: uv on PATH, else pip

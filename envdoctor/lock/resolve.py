@@ -42,6 +42,7 @@ from envdoctor.frameworks.base import (  # noqa: F401 - the model, re-exported f
     _version, describe_line, driver_floor, normalize_spec, runs_on, specset as _specset,
 )
 from envdoctor.frameworks.jax import JAX_GPU_PLATFORMS, jax_candidate  # noqa: F401
+from envdoctor.frameworks.table_spec import TableSpec
 from envdoctor.frameworks.tensorflow import tf_candidate  # noqa: F401
 from envdoctor.frameworks.torch import torch_candidate
 from envdoctor.knowledge.tables import normalize_cc, parse_version
@@ -757,17 +758,18 @@ def candidates_from_pins(m: Any, reqs: Sequence[PinnedRequirement], platform: st
             if plugin is not None or not plugin_names:
                 picks.append(jax_candidate(m, rel, plugin))
     for spec in registry.SPECS.values():  # frameworks whose module names a pinned build (onnxruntime, paddlepaddle)
-        pinned = getattr(spec, "pinned_candidate", None)
-        for req in reqs if pinned is not None else ():
+        if not isinstance(spec, TableSpec):
+            continue
+        for req in reqs:
             if spec.classify(req.name) != "gpu":
                 continue
-            cand = pinned(req.version) if req.version else None
+            pinned = spec.pinned_candidate(req.version) if req.version else None
             if not req.version:
                 problems.append(f"{req.text}: not an exact pin (==)")
-            elif cand is None:
+            elif pinned is None:
                 problems.append(f"{req.name} {req.version} is not in the compatibility data (collected {m.collected})")
             else:
-                picks.append(cand)
+                picks.append(pinned)
     if not picks and not problems:
         problems.append("the file pins no " + ", ".join(registry.names(lockable=True)))
     return picks, problems
