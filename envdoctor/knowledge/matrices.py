@@ -377,6 +377,13 @@ class Matrices:
     def incompatibility(self, key: str) -> Optional[Incompatibility]:
         return self._facts.get(key)
 
+    def fact_value(self, key: str) -> str:
+        """The value of incompatibilities.toml's [[fact]] `key`; a KeyError names a key the data lacks."""
+        fact = self._facts.get(key)
+        if fact is None:
+            raise KeyError(f"matrices/incompatibilities.toml has no [[fact]] {key!r}")
+        return fact.value
+
     def deprecated_distribution(self, name: str, version: Optional[str] = None) -> Optional[DeprecatedDistribution]:
         """The row saying distribution `name` at `version` (None: some release of it) installs no framework."""
         norm = canonical_name(name)

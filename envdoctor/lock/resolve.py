@@ -736,7 +736,8 @@ def candidates_from_pins(m: Any, reqs: Sequence[PinnedRequirement], platform: st
             gpu = tf_req.name == "tensorflow" and ("and-cuda" in tf_req.extras or
                                                     kinds.get("tensorflow", "") in ("and-cuda", "system-cuda"))
             if "and-cuda" in tf_req.extras and not rel.and_cuda:
-                problems.append(f"tensorflow {tf_req.version} has no [and-cuda] extra (first in 2.14)")
+                problems.append(f"tensorflow {tf_req.version} has no [and-cuda] extra "
+                                f"(first in {m.fact_value('tf-and-cuda-first')})")
             else:
                 picks.append(tf_candidate(m, rel, gpu, platform, wsl))
     jax_req = by_name.get("jax")
