@@ -224,6 +224,12 @@ class Matrices:
                     best = first
         return None if best is None else f"{best.major}.{best.minor}"
 
+    def knows_cuda_series(self, series: Version) -> bool:
+        """Is ``series`` (X.Y) no older than the oldest toolkit the data knows (cuda_driver.toml)?"""
+        if not hasattr(self, "_oldest_cuda"):
+            self._oldest_cuda: Optional[Version] = min((Version(s) for s in self.cuda_series()), default=None)
+        return self._oldest_cuda is not None and series >= self._oldest_cuda
+
     def cuda_series(self) -> List[str]:
         """All known toolkit series ``X.Y``, ascending."""
         out: List[str] = []
@@ -299,8 +305,8 @@ class Matrices:
         if a.first_cuda:
             if cxy < Version(a.first_cuda):
                 return False
-        elif cxy < Version("10.0"):
-            return None
+        elif not self.knows_cuda_series(cxy):
+            return None  # older than the oldest toolkit the data knows
         if a.last_cuda and cxy > Version(a.last_cuda):
             return False
         return True

@@ -266,7 +266,8 @@ def cuda_cannot_target(m, cuda: str, cc: str) -> bool:
         return False
     if "." in cuda:
         return m.cuda_supports_cc(cuda, cc) is False
-    return all(m.cuda_supports_cc(f"{cuda}.{minor}", cc) is False for minor in (0, 9))
+    series = [s for s in m.cuda_series() if s.split(".")[0] == cuda] or [f"{cuda}.0"]  # the data's X.Y of it
+    return all(m.cuda_supports_cc(s, cc) is False for s in series)
 
 
 def _cuda_cannot_target_finding(ctx, r, b: CudaBuild, cc: str, gpus, vis, all_ccs):
