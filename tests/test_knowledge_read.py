@@ -94,7 +94,8 @@ def test_the_scan_sees_code_not_docstrings(tmp_path: Path) -> None:
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "a.py").write_text('"""mentions doc-only-key"""\n# comment-key\n'
-                              'def f(m):\n    """also-doc-key"""\n    return m.incompatibility("read-key"), f"x{m}y-key"\n')
+                              'def f(m):\n    """also-doc-key"""\n'
+                              '    return m.incompatibility("read-key"), f"x{m}y-key"\n')
     found = code_strings(pkg)
     assert "read-key" in found
     assert not {"doc-only-key", "also-doc-key", "comment-key"} & found
