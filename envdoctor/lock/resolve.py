@@ -41,7 +41,7 @@ from envdoctor.frameworks.base import (  # noqa: F401 - the model, re-exported f
     COMPANIONS, PLATFORMS, Candidate, FrameworkRequest, GpuTarget, Problem, Requirement, Target, _arch_span, _v,
     _version, describe_line, driver_floor, normalize_spec, runs_on, specset as _specset,
 )
-from envdoctor.frameworks.jax import JAX_GPU_PLATFORMS, jax_candidate  # noqa: F401
+from envdoctor.frameworks.jax import jax_candidate  # noqa: F401
 from envdoctor.frameworks.tensorflow import tf_candidate  # noqa: F401
 from envdoctor.frameworks.torch import torch_candidate
 from envdoctor.knowledge.tables import normalize_cc, parse_version
