@@ -21,6 +21,8 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from tests.test_knowledge_read import _docstring_ids
+
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "envdoctor"
 SKIP_DIRS = ("smoke/programs",)
@@ -64,16 +66,6 @@ ALLOWED: Dict[Tuple[str, str], str] = {
         "the manylinux_2_N glibc tags uv's --python-platform accepts (the resolver tool's option values, "
         "not a framework or CUDA fact)",
 }
-
-
-def _docstring_ids(tree: ast.AST) -> Set[int]:
-    ids: Set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-                ids.add(id(body[0].value))
-    return ids
 
 
 def _int_seq(node: ast.AST) -> bool:
