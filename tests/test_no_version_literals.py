@@ -5,7 +5,9 @@ The scan walks envdoctor/**/*.py with ast and fails on
 - a string constant shaped like a version ("12.4", "2.14.0", "535.104.05", "8.9.2.26"), a specifier on one
   (">=2.14", "==2.5.1,<3"), a CUDA local label ("cu121", "+cu118") or a GPU target ("sm_80", "compute_90a");
 - a tuple, list or set of two or more int constants (a version table such as `for major in (13, 12)` or
-  `(v.major, v.minor) <= (0, 15)`),
+  `(v.major, v.minor) <= (0, 15)`);
+- a comparison of a version part (`.major`, `.minor`, `.micro`, `.cuda_major`, `["major"]`, `.release[i]`) with an
+  int constant (`tv.major < 2`, `ref["major"] == 8`),
 outside docstrings (prose, examples) and outside envdoctor/smoke/programs/ (those run in other interpreters).
 Structural exemptions: int tuples on either side of `+` (padding a release: `v.release + (0, 0)`) and the value of a
 tuple-unpacking assignment (`size, start = 0, 1`). Everything else needs an entry in ALLOWED with its reason.
@@ -65,7 +67,37 @@ ALLOWED: Dict[Tuple[str, str], str] = {
     ("gate/resolve.py", "(17, 28, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40)"):
         "the manylinux_2_N glibc tags uv's --python-platform accepts (the resolver tool's option values, "
         "not a framework or CUDA fact)",
+    # comparisons of a version part that are not knowledge about a release
+    ("lock/resolve.py", "pv.major != 3"): "input check: --python-version must be a Python 3 version",
+    ("rules/hostfacts.py", "nv.major < 2"): "NumPy 2's ABI is ED671's subject; which framework releases are built "
+                                            "against it is data (runtime_env.toml [[numpy2]])",
+    ("knowledge/matrices.py", "Version(r.version).release[2] <= 9"):
+        "reading CUDA's version numbers: an X.Y.Z with Z > 9 is a build number (10.1.243), not an update",
+    ("frameworks/jax.py", "plugin.cuda_major == 12"):
+        "names CUDA 12's runtime wheel (nvidia-cuda-runtime-cu12) for the plugin row's cuda_runtime pin; the pin "
+        "itself is data (jax.toml [[plugin]])",
 }
+
+
+_PARTS = {"major", "minor", "micro", "cuda_major"}
+
+
+def _version_part(node: ast.AST) -> bool:
+    if isinstance(node, ast.Attribute):
+        return node.attr in _PARTS
+    if isinstance(node, ast.Subscript):
+        key = node.slice
+        return (isinstance(key, ast.Constant) and key.value in _PARTS) or \
+            (isinstance(node.value, ast.Attribute) and node.value.attr == "release")
+    return False
+
+
+def _part_compare(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Compare):
+        return False
+    sides = [node.left, *node.comparators]
+    return any(_version_part(x) for x in sides) and \
+        any(isinstance(x, ast.Constant) and type(x.value) is int for x in sides)
 
 
 def _int_seq(node: ast.AST) -> bool:
@@ -92,7 +124,7 @@ def literals(pkg: Path = PKG) -> List[Tuple[str, int, str]]:
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs \
                     and VERSION_SHAPED.match(node.value.strip()):
                 out.append((rel, node.lineno, repr(node.value)))
-            elif _int_seq(node) and id(node) not in exempt:
+            elif (_int_seq(node) and id(node) not in exempt) or _part_compare(node):
                 out.append((rel, getattr(node, "lineno", 0), ast.unparse(node)))
     return out
 
@@ -123,12 +155,14 @@ def test_the_scan_catches_versions_and_tables(tmp_path: Path) -> None:
         'CUDA = "12.4"\nTORCH = "2.14.0"\nDRIVER = "535.104.05"\nCUDNN = "8.9.2.26"\nSPEC = ">=2.14,<3"\n'
         'LABEL = "cu121"\nARCH = "sm_90a"\nWORD = "v"\nTAG = "v2.5.1"\n'
         'def f(v):\n    """(0, 15) in a docstring"""\n    for major in (13, 12):\n        pass\n'
-        '    pad = v.release + (0, 0)\n    a, b = 0, 1\n    return (v.major, v.minor) <= (0, 15), f"CUDA {v}.0"\n',
+        '    pad = v.release + (0, 0)\n    a, b = 0, 1\n    return (v.major, v.minor) <= (0, 15), f"CUDA {v}.0"\n'
+        'def g(v, ref, n):\n    return v.major < 2 or ref["major"] == 8 or v.release[0] >= 12 or len(n) > 2\n',
         encoding="utf-8")
     (pkg / "smoke" / "programs" / "p.py").write_text('X = "12.4"\n', encoding="utf-8")
     got = {lit for _p, _line, lit in literals(pkg)}
     assert got == {"'12.4'", "'2.14.0'", "'535.104.05'", "'8.9.2.26'", "'>=2.14,<3'", "'cu121'", "'sm_90a'",
-                   "'v2.5.1'", "(13, 12)", "(0, 15)"}, got
+                   "'v2.5.1'", "(13, 12)", "(0, 15)", "v.major < 2",
+                   "ref['major'] == 8", "v.release[0] >= 12"}, got
 
 
 def test_lock_help_examples_are_releases_the_data_knows() -> None:

@@ -393,8 +393,8 @@ def triton_gpu_too_old(ctx: Context, r: Rule) -> List[Finding]:
     build = next((b for b in cuda_builds(ctx) if b.family == "torch"), None)
     if build is None:
         return []
-    tv = parse_version(build.fw.version)
-    if tv is None or tv.major < 2:  # torch.compile arrived in 2.0
+    tv, first = parse_version(build.fw.version), parse_version(m.fact_value("torch-compile-first"))
+    if tv is None or first is None or tv.release[:2] < first.release[:2]:  # a torch without torch.compile
         return []
     vis = visible_gpus(ctx)
     groups = _cc_groups(ctx, vis.gpus)
