@@ -237,6 +237,8 @@ def test_ed801_missing_extra_is_a_warning(here):
     _, located = run("requirements.txt", A100_535)
     f = findings(located, "ED801")[0]
     assert f.severity == "warning" and "[and-cuda]" in f.message and "2.13.0" in f.message
+    first = load_matrices().fact_value("tf-and-cuda-first")  # the data's fact, not a number in gate's code
+    assert f"exists from TensorFlow {first}" in f.message + " ".join(f.fix) + str(f.evidence), f
 
 
 def test_ed802_versions_the_data_does_not_know(here):

@@ -413,6 +413,25 @@ def test_check_edited_file(capsys, tmp_path):
     assert code == 1 and "never published" in out
 
 
+def test_check_names_the_first_release_with_and_cuda_from_the_data(capsys, m, tmp_path, monkeypatch):
+    """An [and-cuda] pin on a release without that extra: the message quotes the data's fact (tf-and-cuda-first),
+    so a cache overlay that changes the fact changes the message (the code holds no release number)."""
+    old = next(r.tested for r in m.tensorflow_releases if not r.and_cuda and r.gpu_platforms)
+    path = tmp_path / "tf.txt"
+    path.write_text(f"tensorflow[and-cuda]=={old}\n")
+    code, out, _ = lock(capsys, "--check", str(path), "--driver", "550.54.15")
+    assert code == 1
+    assert f"tensorflow {old} has no [and-cuda] extra (first in {m.fact_value('tf-and-cuda-first')})" in out, out
+    cache = tmp_path / "cache"
+    (cache / "matrices").mkdir(parents=True)
+    (cache / "matrices" / "incompatibilities.toml").write_text(
+        'schema = "incompatibilities/v1"\ncollected = "2027-02-02"\n\n[[fact]]\nkey = "tf-and-cuda-first"\n'
+        'value = "2.99"\nsummary = "s"\nsource = "test"\nverified = "test"\n', encoding="utf-8")
+    monkeypatch.setenv("ENVDOCTOR_CACHE_DIR", str(cache))
+    code, out, _ = lock(capsys, "--check", str(path), "--driver", "550.54.15")
+    assert code == 1 and "(first in 2.99)" in out, out
+
+
 def test_check_json_output(capsys, tmp_path):
     path = tmp_path / "r.txt"
     lock(capsys, "--cuda", "12.4", "--python-version", "3.11", "-o", str(path))

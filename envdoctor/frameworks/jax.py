@@ -11,7 +11,10 @@ from packaging.version import Version
 from envdoctor.frameworks.base import PLATFORMS, Candidate, FrameworkSpec, Requirement, Target, _pin_names, python_fits
 from envdoctor.knowledge.tables import parse_version
 
-JAX_GPU_PLATFORMS = ("linux-x86_64", "linux-aarch64")  # fact jax-native-windows-cuda: no CUDA on native Windows
+
+def jax_gpu_platforms(m: Any) -> List[str]:
+    """The platforms jax's CUDA plugins serve (incompatibilities.toml [[fact]] jax-cuda-platforms)."""
+    return m.fact_value("jax-cuda-platforms").split()
 
 
 def jax_candidate(m: Any, release: Any, plugin: Optional[Any]) -> Candidate:
@@ -30,7 +33,7 @@ def jax_candidate(m: Any, release: Any, plugin: Optional[Any]) -> Candidate:
             runtime = _series(lows[0]) if lows else None
         cand = Candidate(framework="jax", version=v, build=plugin.name, kind="cuda", label=f"jax {v} [{plugin.name}]",
                          full_version=v, cuda=runtime or f"{plugin.cuda_major}.0", python=release.requires_python,
-                         platforms=list(JAX_GPU_PLATFORMS), cc_min=plugin.cc_min, driver_min=plugin.driver_min,
+                         platforms=jax_gpu_platforms(m), cc_min=plugin.cc_min, driver_min=plugin.driver_min,
                          source=m.row_source(plugin))
         if plugin.cudnn_min and plugin.cudnn and plugin.cudnn.startswith("=="):
             cand.cudnn = plugin.cudnn[2:]

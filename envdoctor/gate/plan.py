@@ -1255,7 +1255,7 @@ class _Planner:
                 self.problem("no-extra", "warning", primary.raw, pkg.requirements, package=dist, version=text,
                              extra="and-cuda", family="tensorflow",
                              consequence=f"pip installs {dist} {text} without the CUDA libraries (the [and-cuda] extra "
-                                         f"exists from TensorFlow 2.14)")
+                                         f"exists from TensorFlow {self.m.fact_value('tf-and-cuda-first')})")
             elif build == "cuda":
                 pkg.assumptions.append(f"{primary.loc}: [and-cuda] installs the nvidia-* wheels {dist} {text} pins")
         fw = Framework(name="tensorflow", distribution=dist, version=text, build=build,

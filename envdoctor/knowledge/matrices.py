@@ -225,6 +225,12 @@ class Matrices:
                     best = first
         return None if best is None else f"{best.major}.{best.minor}"
 
+    def knows_cuda_series(self, series: Version) -> bool:
+        """Is ``series`` (X.Y) no older than the oldest toolkit the data knows (cuda_driver.toml)?"""
+        if not hasattr(self, "_oldest_cuda"):
+            self._oldest_cuda: Optional[Version] = min((Version(s) for s in self.cuda_series()), default=None)
+        return self._oldest_cuda is not None and series >= self._oldest_cuda
+
     def cuda_series(self) -> List[str]:
         """All known toolkit series ``X.Y``, ascending."""
         out: List[str] = []
@@ -300,8 +306,8 @@ class Matrices:
         if a.first_cuda:
             if cxy < Version(a.first_cuda):
                 return False
-        elif cxy < Version("10.0"):
-            return None
+        elif not self.knows_cuda_series(cxy):
+            return None  # older than the oldest toolkit the data knows
         if a.last_cuda and cxy > Version(a.last_cuda):
             return False
         return True
@@ -377,6 +383,13 @@ class Matrices:
 
     def incompatibility(self, key: str) -> Optional[Incompatibility]:
         return self._facts.get(key)
+
+    def fact_value(self, key: str) -> str:
+        """The value of incompatibilities.toml's [[fact]] `key`; a KeyError names a key the data lacks."""
+        fact = self._facts.get(key)
+        if fact is None:
+            raise KeyError(f"matrices/incompatibilities.toml has no [[fact]] {key!r}")
+        return fact.value
 
     def deprecated_distribution(self, name: str, version: Optional[str] = None) -> Optional[DeprecatedDistribution]:
         """The row saying distribution `name` at `version` (None: some release of it) installs no framework."""

@@ -41,7 +41,7 @@ from envdoctor.frameworks.base import (  # noqa: F401 - the model, re-exported f
     COMPANIONS, PLATFORMS, Candidate, FrameworkRequest, GpuTarget, Problem, Requirement, Target, _arch_span, _v,
     _version, describe_line, driver_floor, normalize_spec, runs_on, specset as _specset,
 )
-from envdoctor.frameworks.jax import JAX_GPU_PLATFORMS, jax_candidate  # noqa: F401
+from envdoctor.frameworks.jax import jax_candidate  # noqa: F401
 from envdoctor.frameworks.table_spec import TableSpec
 from envdoctor.frameworks.tensorflow import tf_candidate  # noqa: F401
 from envdoctor.frameworks.torch import torch_candidate
@@ -737,7 +737,8 @@ def candidates_from_pins(m: Any, reqs: Sequence[PinnedRequirement], platform: st
             gpu = tf_req.name == "tensorflow" and ("and-cuda" in tf_req.extras or
                                                     kinds.get("tensorflow", "") in ("and-cuda", "system-cuda"))
             if "and-cuda" in tf_req.extras and not rel.and_cuda:
-                problems.append(f"tensorflow {tf_req.version} has no [and-cuda] extra (first in 2.14)")
+                problems.append(f"tensorflow {tf_req.version} has no [and-cuda] extra "
+                                f"(first in {m.fact_value('tf-and-cuda-first')})")
             else:
                 picks.append(tf_candidate(m, rel, gpu, platform, wsl))
     jax_req = by_name.get("jax")

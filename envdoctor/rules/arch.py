@@ -266,7 +266,8 @@ def cuda_cannot_target(m, cuda: str, cc: str) -> bool:
         return False
     if "." in cuda:
         return m.cuda_supports_cc(cuda, cc) is False
-    return all(m.cuda_supports_cc(f"{cuda}.{minor}", cc) is False for minor in (0, 9))
+    series = [s for s in m.cuda_series() if s.split(".")[0] == cuda] or [f"{cuda}.0"]  # the data's X.Y of it
+    return all(m.cuda_supports_cc(s, cc) is False for s in series)
 
 
 def _cuda_cannot_target_finding(ctx, r, b: CudaBuild, cc: str, gpus, vis, all_ccs):
@@ -392,8 +393,8 @@ def triton_gpu_too_old(ctx: Context, r: Rule) -> List[Finding]:
     build = next((b for b in cuda_builds(ctx) if b.family == "torch"), None)
     if build is None:
         return []
-    tv = parse_version(build.fw.version)
-    if tv is None or tv.major < 2:  # torch.compile arrived in 2.0
+    tv, first = parse_version(build.fw.version), parse_version(m.fact_value("torch-compile-first"))
+    if tv is None or first is None or tv.release[:2] < first.release[:2]:  # a torch without torch.compile
         return []
     vis = visible_gpus(ctx)
     groups = _cc_groups(ctx, vis.gpus)

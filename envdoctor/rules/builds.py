@@ -133,7 +133,8 @@ def jax_cuda_plugin_for(ctx, jax_version: Optional[str]) -> Tuple[Optional[int],
         return None, None
     if not ctx.driver_version:
         return None, None
-    for major in (13, 12):
+    # the CUDA majors jax publishes plugins for (jax.toml [[plugin]]), newest first
+    for major in sorted({pl.cuda_major for jr in m.jax_releases for pl in jr.plugins.values()}, reverse=True):
         if m.driver_runs_cuda(ctx.driver_version, f"{major}.0", driver_os(ctx)):
             return major, None
     return None, None

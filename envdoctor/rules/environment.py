@@ -169,7 +169,7 @@ def ld_path_shadows_wheel_libs(ctx: Context, r: Rule) -> List[Finding]:
                 if family in ("cuDNN", "cuBLAS") and older:
                     sev, why = "error", (f"it is older than what {users} was built against, so loading fails "
                                          f"(missing symbols or a cuDNN version check)")
-                elif family == "cuDNN" and ref["major"] == 8:
+                elif family == "cuDNN" and str(ref["major"]) == ctx.matrices.fact_value("cudnn-infer-train-split"):
                     sev, why = "error", ("cuDNN 8 loads its sub-libraries (libcudnn_cnn_infer.so.8 ...) by soname, "
                                          "so two 8.x releases get mixed: \"Could not load library "
                                          "libcudnn_cnn_*.so.8 ... undefined symbol\"")

@@ -128,9 +128,10 @@ def system_cuda_runtime_missing(ctx: Context, r: Rule) -> List[Finding]:
                  + f" the build names (TensorFlow's tested build configurations) and put its "
                  + ("bin folder on PATH" if os_name == "windows" else "lib64 folder on LD_LIBRARY_PATH or in the "
                                                                        "ld.so cache (ldconfig)"),
-                 "Or, from TensorFlow 2.14 on Linux, take the CUDA libraries as wheels: `pip install 'tensorflow[and-cuda]'`"
-                 if os_name == "linux" else "TensorFlow 2.10 is the last release with GPU support on native Windows; "
-                                            "newer ones need WSL 2"],
+                 f"Or, from TensorFlow {ctx.matrices.fact_value('tf-and-cuda-first')} on Linux, take the CUDA "
+                 "libraries as wheels: `pip install 'tensorflow[and-cuda]'`"
+                 if os_name == "linux" else f"TensorFlow {ctx.matrices.fact_value('tf-native-windows-gpu-last')} is "
+                                            "the last release with GPU support on native Windows; newer ones need WSL 2"],
             evidence=[EvidenceItem("build", build, fw.evidence[0].source if fw.evidence else ""),
                       *[EvidenceItem("needed library", name, row.source) for row, name in missing]],
         ))

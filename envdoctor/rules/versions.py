@@ -252,9 +252,10 @@ def _install_companion(ctx, torch: Framework, name: str, version: str) -> str:
     return cmd
 
 
-def _old_torchvision(version: str) -> bool:
-    v = parse_version(version)
-    return v is not None and (v.major, v.minor) <= (0, 15)
+def _old_torchvision(version: str, last: str) -> bool:
+    """Is torchvision ``version`` at or below ``last`` (X.Y, the data's torchvision-cuda-minor-check-last)?"""
+    v, lv = parse_version(version), parse_version(last)
+    return v is not None and lv is not None and (v.major, v.minor) <= (lv.major, lv.minor)
 
 
 def _no_load(name: str) -> str:
@@ -342,13 +343,14 @@ def torch_companion_mismatch(ctx: Context, r: Rule) -> List[Finding]:
                     f"PyTorch and {name} were compiled with different CUDA major versions\").",
                     evidence=ev_base, fix=fix, cause=f"torch-companion:{name}", subject=label))
             elif tv != cv:
-                # torchvision <= 0.15 compares the CUDA major.minor and refuses to load: that is an error
-                old = name == "torchvision" and _old_torchvision(comp.version)
+                # old torchvision compares the CUDA major.minor and refuses to load: that is an error
+                last = ctx.matrices.fact_value("torchvision-cuda-minor-check-last")
+                old = name == "torchvision" and _old_torchvision(comp.version, last)
                 findings.append(r.finding(
                     f"{tlabel} is built for CUDA {tc} but {label} for CUDA {cc}: "
-                    + (f"{label} (<= 0.15) refuses to load (\"Detected that PyTorch and torchvision were compiled "
+                    + (f"{label} (<= {last}) refuses to load (\"Detected that PyTorch and torchvision were compiled "
                        f"with different CUDA versions\")." if old else
-                       f"recent {name} releases accept a minor-version difference, older ones (torchvision <= 0.15) "
+                       f"recent {name} releases accept a minor-version difference, older ones (torchvision <= {last}) "
                        f"refuse to load."),
                     severity="error" if old else "warning", evidence=ev_base, fix=fix,
                     cause=f"torch-companion:{name}", subject=label))
