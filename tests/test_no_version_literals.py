@@ -64,6 +64,8 @@ ALLOWED: Dict[Tuple[str, str], str] = {
     ("knowledge/index.py", "(99, 99)"): "sort key that puts a wheel without a CPython tag last",
     ("gate/inputs/toml_lines.py", "(3, 11)"): "sys.version_info check for tomllib (the interpreter, not a target)",
     ("gate/sniff.py", "(3, 11)"): "sys.version_info check for tomllib (the interpreter, not a target)",
+    ("knowledge/load.py", "(3, 11)"): "sys.version_info check for tomllib (the interpreter, not a target)",
+    ("rules/intent.py", "(3, 11)"): "sys.version_info check for tomllib (the interpreter, not a target)",
     ("gate/resolve.py", "(17, 28, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40)"):
         "the manylinux_2_N glibc tags uv's --python-platform accepts (the resolver tool's option values, "
         "not a framework or CUDA fact)",
