@@ -1,0 +1,41 @@
+"""ED662: frameworks built for different CUDA majors in one environment (torch +cu130 next to jax[cuda12]).
+
+The judgement is ``envdoctor.facts.cuda_mix.mixed_majors``, the one lock uses to prefer one CUDA major and to warn
+when it cannot; gate runs this rule on its planned environment, so the three say the same."""
+from __future__ import annotations
+
+from typing import List
+
+from envdoctor.facts.builds import cuda_builds
+from envdoctor.facts.cuda_mix import REFERENCES, majors_of, mixed_majors
+from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
+from envdoctor.rules.context import Context
+
+
+@rule(
+    id="ED662", name="cuda-majors-mixed", title="Frameworks built for different CUDA majors in one environment",
+    severity="warning", area="environment",
+    rationale="""
+pip installs the CUDA 12 and CUDA 13 nvidia-* wheels side by side (nvidia-cudnn-cu12 and nvidia-cudnn-cu13 are
+different distributions), and a process that imports one framework loads only its own libraries, so each framework
+works alone. A process that imports both breaks: cuDNN 9 is libcudnn.so.9 and NCCL is libnccl.so.2 in every CUDA
+major, the dynamic loader keeps one library per soname, and the first import's copy serves both ("the first one to
+load it wins", jax-ml/jax#19004). The other framework then fails its CUDA start ("DNN library initialization
+failed", a cuDNN version check) or falls back to the CPU. A warning, because separate processes are fine; lock
+chooses one CUDA major whenever the data allows it and warns with the same words when it cannot.
+""",
+    example="torch 2.9.0+cu130 with jax[cuda12]: ED662; install jax[cuda13], or torch for CUDA 12, or use two "
+            "environments.",
+    references=REFERENCES,
+)
+def cuda_majors_mixed(ctx: Context, r: Rule) -> List[Finding]:
+    builds = cuda_builds(ctx)
+    why = mixed_majors([(b.label, b.major) for b in builds])
+    if why is None:
+        return []
+    majors = majors_of([(b.label, b.major) for b in builds])
+    fix = [f"keep one CUDA major: reinstall {', '.join(b.label for b in builds if b.major != mj)} as a CUDA {mj} "
+           "build" for mj in reversed(majors)]
+    fix.append("or keep the frameworks in separate environments (or separate processes)")
+    return [r.finding(why, subject=", ".join(b.label for b in builds), fix=fix,
+                      evidence=[EvidenceItem(f"{b.label} built for CUDA", b.cuda, b.cuda_source) for b in builds])]
