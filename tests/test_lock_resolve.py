@@ -267,7 +267,7 @@ def test_torch_and_tensorflow_exact_pins_really_conflict(m):
     mixed = resolve(Constraints(frameworks=fw("torch", tensorflow="2.16"), python="3.11"), m)
     assert mixed.ok
     assert len({p.cuda_major for p in mixed.picks}) == 2
-    assert mixed_majors([(p.label, p.cuda_major) for p in mixed.picks]) in mixed.warnings
+    assert mixed_majors([(p.label, p.cuda_major, p.cudnn) for p in mixed.picks]) in mixed.warnings
     result = resolve(Constraints(frameworks=fw("torch", tensorflow="2.16"), python="3.11", cuda="12"), m)
     assert not result.ok
     msg = result.message()

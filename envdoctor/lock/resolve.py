@@ -147,7 +147,7 @@ def pair_problem(a: Candidate, b: Candidate) -> Optional[Problem]:
 
 def cuda_mix(cands: Sequence[Candidate]) -> Optional[str]:
     """The warning for builds of different CUDA majors (facts/cuda_mix.py: check's ED662 judges the same)."""
-    return mixed_majors([(c.label, c.cuda_major) for c in cands if c.kind == "cuda"])
+    return mixed_majors([(c.label, c.cuda_major, c.cudnn) for c in cands if c.kind == "cuda"])
 
 
 def group_problem(cands: Sequence[Candidate]) -> Optional[Problem]:

@@ -30,10 +30,11 @@ chooses one CUDA major whenever the data allows it and warns with the same words
 )
 def cuda_majors_mixed(ctx: Context, r: Rule) -> List[Finding]:
     builds = cuda_builds(ctx)
-    why = mixed_majors([(b.label, b.major) for b in builds])
+    facts = [(b.label, b.major, b.fw.cudnn_version) for b in builds]
+    why = mixed_majors(facts)
     if why is None:
         return []
-    majors = majors_of([(b.label, b.major) for b in builds])
+    majors = majors_of(facts)
     fix = [f"keep one CUDA major: reinstall {', '.join(b.label for b in builds if b.major != mj)} as a CUDA {mj} "
            "build" for mj in reversed(majors)]
     fix.append("or keep the frameworks in separate environments (or separate processes)")
