@@ -404,6 +404,7 @@ def _py_ok(spec: str, py: str) -> bool:
 def _finish(m: Any, c: Constraints, picks: List[Candidate], warnings: List[str]) -> Lock:
     order = {n: i for i, n in enumerate(FRAMEWORKS)}
     picks = sorted(picks, key=lambda p: order.get(p.framework, 9))
+    warnings = [w for w in [cuda_mix(picks)] if w] + list(warnings)
     shared: List[SharedPin] = []
     names: Dict[str, List[Candidate]] = {}
     for p in picks:
@@ -549,7 +550,7 @@ def _resolve_once(m: Any, c: Constraints, pool: Optional[Pool] = None) -> Tuple[
     combo = _search(lists, one_major=True) or _search(lists)  # two CUDA majors only when nothing else fits
     if combo is None:
         return None, _why_no_combo(c, fitting)
-    warnings: List[str] = [w for w in [cuda_mix(combo)] if w]
+    warnings: List[str] = []
     for cand in combo:
         warnings.extend(warns.get(id(cand), []))
     return _finish(m, c, combo, warnings), []
