@@ -235,6 +235,8 @@ FOUND = [
     _t("torch", ["7.0", "3.5"], python="3.9"),  # ...and the cuDNN such a build brings must still be judged (ED151)
     _t("torch jax tensorflow", ["8.9", "3.5"], cuda="11.8", python="3.13", platform="win-amd64"),  # torch's bundled
     # cuDNN 9.1 on Windows (no cuDNN wheel): lock refused it for sm_35, ED151 did not look at it
+    _t("jax paddlepaddle", python="3.9"),  # jax[cuda12] + paddlepaddle-gpu 2.6.2 (CUDA 11.8): lock warned of two
+    # CUDA majors, ED662 did not see the table frameworks
 ]
 
 

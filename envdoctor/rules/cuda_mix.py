@@ -4,12 +4,27 @@ The judgement is ``envdoctor.facts.cuda_mix.mixed_majors``, the one lock uses to
 when it cannot; gate runs this rule on its planned environment, so the three say the same."""
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional, Tuple
 
 from envdoctor.facts.builds import cuda_builds
 from envdoctor.facts.cuda_mix import REFERENCES, majors_of, mixed_majors
+from envdoctor.facts.platform import platform_key
+from envdoctor.frameworks import registry
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
 from envdoctor.rules.context import Context
+
+
+def _builds(ctx: Context) -> List[Tuple[str, Optional[int], Optional[str], str, str]]:
+    """(label, CUDA major, cuDNN, CUDA, where that was read) of every framework's CUDA build: torch, TF, JAX and
+    CuPy from facts/builds.py, the table frameworks (onnxruntime-gpu, paddlepaddle-gpu) as their modules read them."""
+    out = [(b.label, b.major, b.fw.cudnn_version, b.cuda, b.cuda_source) for b in cuda_builds(ctx)]
+    platform = platform_key(ctx.snap) or "linux-x86_64"
+    for fw in ctx.frameworks:
+        installed = getattr(registry.find(fw.name), "installed_candidate", None)
+        cand = installed(fw, platform, planned="gate" in ctx.extra) if installed is not None else None
+        if cand is not None and cand.kind == "cuda" and cand.cuda:
+            out.append((cand.label, cand.cuda_major, cand.cudnn, cand.cuda, cand.source))
+    return out
 
 
 @rule(
@@ -29,14 +44,13 @@ chooses one CUDA major whenever the data allows it and warns with the same words
     references=REFERENCES,
 )
 def cuda_majors_mixed(ctx: Context, r: Rule) -> List[Finding]:
-    builds = cuda_builds(ctx)
-    facts = [(b.label, b.major, b.fw.cudnn_version) for b in builds]
+    builds = _builds(ctx)
+    facts = [(label, mj, cudnn) for label, mj, cudnn, _, _ in builds]
     why = mixed_majors(facts)
     if why is None:
         return []
-    majors = majors_of(facts)
-    fix = [f"keep one CUDA major: reinstall {', '.join(b.label for b in builds if b.major != mj)} as a CUDA {mj} "
-           "build" for mj in reversed(majors)]
+    fix = [f"keep one CUDA major: reinstall {', '.join(b[0] for b in builds if b[1] != mj)} as a CUDA {mj} build"
+           for mj in reversed(majors_of(facts))]
     fix.append("or keep the frameworks in separate environments (or separate processes)")
-    return [r.finding(why, subject=", ".join(b.label for b in builds), fix=fix,
-                      evidence=[EvidenceItem(f"{b.label} built for CUDA", b.cuda, b.cuda_source) for b in builds])]
+    return [r.finding(why, subject=", ".join(b[0] for b in builds), fix=fix,
+                      evidence=[EvidenceItem(f"{b[0]} built for CUDA", b[3], b[4]) for b in builds])]
