@@ -295,7 +295,9 @@ def test_runs_well_under_a_second(capsys):
 
 
 def test_clash_exits_1_and_explains(capsys):
-    code, out, err = lock(capsys, "--driver", "535.104.05", "--torch", "--tensorflow=2.16", "--python-version", "3.11")
+    # on the CUDA 12 line (without one, lock takes a torch for CUDA 11.8 and warns: tests/test_cuda_mix.py)
+    code, out, err = lock(capsys, "--driver", "535.104.05", "--torch", "--tensorflow=2.16", "--python-version", "3.11",
+                          "--cuda", "12")
     assert code == 1 and out == ""
     from envdoctor.knowledge import load_matrices
 

@@ -8,6 +8,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from envdoctor.errors import BadInput
+from envdoctor.facts.cuda_mix import mixed_majors
 from envdoctor.knowledge import load_matrices
 from envdoctor.lock.resolve import (
     Constraints,
@@ -260,8 +261,14 @@ def test_shared_cudnn_pin_is_written(m):
 
 
 def test_torch_and_tensorflow_exact_pins_really_conflict(m):
-    """TF 2.16 pins the whole nvidia-*-cu12 set exactly; no torch build pins the same ones."""
-    result = resolve(Constraints(frameworks=fw("torch", tensorflow="2.16"), python="3.11"), m)
+    """TF 2.16 pins the whole nvidia-*-cu12 set exactly; no torch build of CUDA 12 pins the same ones. Without a CUDA
+    line lock falls back to a torch of another CUDA major and warns (facts/cuda_mix.py, check's ED662); on the CUDA 12
+    line it refuses."""
+    mixed = resolve(Constraints(frameworks=fw("torch", tensorflow="2.16"), python="3.11"), m)
+    assert mixed.ok
+    assert len({p.cuda_major for p in mixed.picks}) == 2
+    assert mixed_majors([(p.label, p.cuda_major, p.cudnn) for p in mixed.picks]) in mixed.warnings
+    result = resolve(Constraints(frameworks=fw("torch", tensorflow="2.16"), python="3.11", cuda="12"), m)
     assert not result.ok
     msg = result.message()
     newest = m.tf_release("2.16").versions[-1]  # the newest 2.16 release the data knows (2.16.2)

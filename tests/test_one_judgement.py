@@ -5,8 +5,11 @@ matrices (no target is special-cased): every lock the real lock code writes is j
 gate code on the same target (reading the written file) and by check's rules on a snapshot of that target with the
 locked builds laid in; when lock refuses, gate fails every build of the refused framework it would have considered
 (the newest of each release series, within the stated CUDA line: a user's choice, not a fact of the machine).
-Not covered: a refusal between frameworks that each fit alone (lock keeps one CUDA major per environment; gate and
-check do not judge two CUDA majors' nvidia-* wheels side by side).
+Builds of two CUDA majors (envdoctor/facts/cuda_mix.py) are one judgement too: lock writes them only when no
+combination of one major fits, with a warning, and gate and check then warn with ED662; when lock's builds share a
+major, neither warns.
+Not covered: a refusal between frameworks that each fit alone because their exact nvidia-* pins disagree (torch
+2.14.1+cu126 with tensorflow[and-cuda]==2.16.2: gate knows the pins of torch's PyPI default build only and passes it).
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from envdoctor.frameworks import registry
 from envdoctor.frameworks.base import Candidate, FrameworkRequest, GpuTarget, Target
 from envdoctor.knowledge import load_matrices
 from envdoctor.lock.render import Meta, render
-from envdoctor.lock.resolve import intersect, resolve
+from envdoctor.lock.resolve import cuda_mix, intersect, resolve
 from envdoctor.snapshot import Framework
 from tests import snapfactory
 
@@ -74,9 +77,14 @@ def targets(draw: Any) -> Target:
 # --------------------------------------------------------------------------- the three judges
 
 
-def _gate_errors(tmp: str, text: str, t: Target, kinds: Optional[Dict[str, str]] = None) -> List[str]:
+MIX = "ED662"  # check's and gate's rule for builds of two CUDA majors in one environment
+
+
+def _gate_errors(tmp: str, text: str, t: Target, kinds: Optional[Dict[str, str]] = None,
+                 mixed: Optional[List[str]] = None) -> List[str]:
     """The real gate code on a requirements file, for the target stated the way `gate` states it: its errors
-    (and, given ``kinds``, framework -> the build kind meant, any framework it would install as another kind)."""
+    (and, given ``kinds``, framework -> the build kind meant, any framework it would install as another kind;
+    given ``mixed``, its ED662 findings are added to it)."""
     from envdoctor.gate.core import run_gate
 
     path = os.path.join(tmp, "requirements-cuda.txt")
@@ -86,6 +94,8 @@ def _gate_errors(tmp: str, text: str, t: Target, kinds: Optional[Dict[str, str]]
                       platform=t.platform, offline=True, fresh=True, kind=None)
     errors = [f"{x.finding.id}: {x.finding.message}" for u in result.units for x in u.located
               if x.finding.severity == "error"]
+    if mixed is not None:
+        mixed.extend(x.finding.message for u in result.units for x in u.located if x.finding.id == MIX)
     if kinds is not None:  # a build gate plans as another kind (a CPU build for a CUDA one) is not the one judged
         for u in result.units:
             for fw in u.plan.frameworks:
@@ -122,8 +132,10 @@ def _laid_in(cands: Sequence[Candidate], pins: Dict[str, str]) -> Tuple[list, Di
     return fws, packages
 
 
-def _check_errors(t: Target, cands: Sequence[Candidate], pins: Dict[str, str]) -> List[str]:
-    """check's rules on a snapshot of the target with the builds laid in."""
+def _check_errors(t: Target, cands: Sequence[Candidate], pins: Dict[str, str],
+                  mixed: Optional[List[str]] = None) -> List[str]:
+    """check's rules on a snapshot of the target with the builds laid in (given ``mixed``, its ED662 findings are
+    added to it)."""
     from envdoctor.doctor import prepare_judgement
     from envdoctor.rules.context import Context
     from envdoctor.rules.engine import run_rules
@@ -137,6 +149,8 @@ def _check_errors(t: Target, cands: Sequence[Candidate], pins: Dict[str, str]) -
     snap.python.packages = dict(packages, **{fw.distribution: fw.version for fw in fws})
     rules, matrices, _ = prepare_judgement((), (), "check")
     findings = run_rules(Context(snap, matrices), rules)
+    if mixed is not None:
+        mixed.extend(f.message for f in findings if f.id == MIX)
     return [f"{f.id}: {f.message}" for f in findings if f.severity == "error"]
 
 
@@ -166,12 +180,18 @@ def _one_target(t: Target, tmp: str) -> Optional[str]:
         return None  # a target no data can describe: refused before any judging (gate refuses it too)
     if result.ok:
         text = render(result, "requirements", Meta(command="envdoctor lock (property test)"))
-        gate = _gate_errors(tmp, text, t)
+        gate_mix: List[str] = []
+        gate = _gate_errors(tmp, text, t, mixed=gate_mix)
         if gate:
             return f"lock wrote {result.summary()} for {t.to_dict()}; gate: {gate}"
-        check = _check_errors(t, result.picks, _lock_pins(result))
+        check_mix: List[str] = []
+        check = _check_errors(t, result.picks, _lock_pins(result), mixed=check_mix)
         if check:
             return f"lock wrote {result.summary()} for {t.to_dict()}; check: {check}"
+        mix = cuda_mix(result.picks)
+        said = {"lock": bool(mix) and mix in result.warnings, "gate": bool(gate_mix), "check": bool(check_mix)}
+        if len(set(said.values())) > 1:
+            return f"lock wrote {result.summary()} for {t.to_dict()}; two CUDA majors, warned by: {said}"
         return None
     # refused: every build of a framework that fits nowhere alone is refused by gate too
     for f in t.frameworks:
@@ -215,6 +235,8 @@ FOUND = [
     _t("torch", ["7.0", "3.5"], python="3.9"),  # ...and the cuDNN such a build brings must still be judged (ED151)
     _t("torch jax tensorflow", ["8.9", "3.5"], cuda="11.8", python="3.13", platform="win-amd64"),  # torch's bundled
     # cuDNN 9.1 on Windows (no cuDNN wheel): lock refused it for sm_35, ED151 did not look at it
+    _t("jax paddlepaddle", python="3.9"),  # jax[cuda12] + paddlepaddle-gpu 2.6.2 (CUDA 11.8): lock warned of two
+    # CUDA majors, ED662 did not see the table frameworks
 ]
 
 
@@ -257,6 +279,21 @@ def test_through_the_cli(args: List[str], tmp_path: Any) -> None:
 @pytest.mark.parametrize("t", FOUND, ids=lambda t: " ".join(f.name for f in t.frameworks) + " " +
                          ",".join(g.sm for g in t.gpus) + " " + t.platform)
 def test_found_disagreements_stay_fixed(t: Target, tmp_path: Any) -> None:
+    assert _one_target(t, str(tmp_path)) is None
+
+
+MIXED = [  # targets on which lock can only combine builds of two CUDA majors (TF 2.16 pins cuDNN 8.9 exactly)
+    Target(frameworks=[FrameworkRequest("torch"), FrameworkRequest("tensorflow", "==2.16.*")], python="3.11",
+           driver="535.104.05", companions=[]),
+    Target(frameworks=[FrameworkRequest("tensorflow", "==2.16.*"), FrameworkRequest("torch")], python="3.10",
+           companions=[]),
+]
+
+
+@pytest.mark.parametrize("t", MIXED, ids=lambda t: " ".join(f.display() for f in t.frameworks))
+def test_two_cuda_majors_are_warned_by_all_three(t: Target, tmp_path: Any) -> None:
+    result = resolve(t, M, explain=False)
+    assert result.ok and cuda_mix(result.picks)  # the case under test happens (lock warns: _one_target checks)
     assert _one_target(t, str(tmp_path)) is None
 
 

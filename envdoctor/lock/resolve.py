@@ -21,8 +21,10 @@ Semantics (docs/lock.md):
 * ``gpus``: every GPU's compute capability must have kernels in the build (SASS, or embedded PTX).
 * ``python`` "3.11": the release's Python specifier must contain it.
 * ``platform``: the build must be published for it.
-* one environment, one CUDA major; the nvidia-* pins of every chosen build must have a common version
-  (``packaging`` specifiers on the pins the tables hold).
+* one CUDA major when any combination allows it; builds of two majors are chosen only when nothing else fits, with
+  a warning (``envdoctor.facts.cuda_mix``: each works in a process that imports only it, as check's ED662 says);
+  the nvidia-* pins of every chosen build must have a common version (``packaging`` specifiers on the pins the
+  tables hold).
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.errors import BadInput
+from envdoctor.facts.cuda_mix import mixed_majors
 from envdoctor.facts.gpu_support import cudnn_cap_for_gpu, driver_supports_gpu
 from envdoctor.frameworks import registry
 from envdoctor.frameworks.base import (  # noqa: F401 - the model, re-exported for lock's callers
@@ -137,14 +140,15 @@ def _pin_order(name: str) -> Tuple[int, str]:
 
 def pair_problem(a: Candidate, b: Candidate) -> Optional[Problem]:
     """Why ``a`` and ``b`` cannot share one environment (None: they can, as far as the data says)."""
-    if a.kind == "cuda" and b.kind == "cuda" and a.cuda_major is not None and b.cuda_major is not None \
-            and a.cuda_major != b.cuda_major:
-        return Problem("pins", f"{a.label} uses CUDA {a.cuda_major} but {b.label} uses CUDA {b.cuda_major}: one environment "
-                       "holds one CUDA major (their nvidia-* wheels and libcudnn.so.9 would collide)")
     for name in sorted(set(a.pins) & set(b.pins), key=_pin_order):
         if intersect((a.pins[name], b.pins[name])) is None:
             return Problem("pins", f"{name}: {_describe_pin(a, a.pins[name])} but {_describe_pin(b, b.pins[name])}")
     return None
+
+
+def cuda_mix(cands: Sequence[Candidate]) -> Optional[str]:
+    """The warning for builds of different CUDA majors (facts/cuda_mix.py: check's ED662 judges the same)."""
+    return mixed_majors([(c.label, c.cuda_major, c.cudnn) for c in cands if c.kind == "cuda"])
 
 
 def group_problem(cands: Sequence[Candidate]) -> Optional[Problem]:
@@ -401,6 +405,7 @@ def _py_ok(spec: str, py: str) -> bool:
 def _finish(m: Any, c: Constraints, picks: List[Candidate], warnings: List[str]) -> Lock:
     order = {n: i for i, n in enumerate(FRAMEWORKS)}
     picks = sorted(picks, key=lambda p: order.get(p.framework, 9))
+    warnings = [w for w in [cuda_mix(picks)] if w] + list(warnings)
     shared: List[SharedPin] = []
     names: Dict[str, List[Candidate]] = {}
     for p in picks:
@@ -510,14 +515,15 @@ def _filter(m: Any, c: Constraints, pool: Optional[Pool] = None) -> Tuple[Dict[s
     return fitting, rejected, warns
 
 
-def _search(lists: List[List[Candidate]]) -> Optional[List[Candidate]]:
-    """First combination (lexicographic: the first framework's newest build first) whose pins agree."""
+def _search(lists: List[List[Candidate]], one_major: bool = False) -> Optional[List[Candidate]]:
+    """First combination (lexicographic: the first framework's newest build first) whose pins agree
+    (``one_major``: and whose CUDA builds share one CUDA major)."""
     pair_cache: Dict[Tuple[int, int], bool] = {}
 
     def compatible(a: Candidate, b: Candidate) -> bool:
         key = (id(a), id(b))
         if key not in pair_cache:
-            pair_cache[key] = pair_problem(a, b) is None
+            pair_cache[key] = pair_problem(a, b) is None and not (one_major and cuda_mix((a, b)))
         return pair_cache[key]
 
     def rec(i: int, chosen: List[Candidate]) -> Optional[List[Candidate]]:
@@ -542,7 +548,7 @@ def _resolve_once(m: Any, c: Constraints, pool: Optional[Pool] = None) -> Tuple[
     if empty:
         return None, [_why_none(name, rejected[name], c) for name in empty]
     lists = [fitting[f.name] for f in c.frameworks]
-    combo = _search(lists)
+    combo = _search(lists, one_major=True) or _search(lists)  # two CUDA majors only when nothing else fits
     if combo is None:
         return None, _why_no_combo(c, fitting)
     warnings: List[str] = []
@@ -798,6 +804,9 @@ def check(m: Any, target: Constraints, reqs: Sequence[PinnedRequirement], kinds:
     gp = group_problem(picks)
     if gp is not None:
         problems.append(gp.message)
+    mix = cuda_mix(picks)
+    if mix:
+        warnings.insert(0, mix)
     seen: List[str] = []
     for p in problems:
         if p not in seen:

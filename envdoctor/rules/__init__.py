@@ -29,6 +29,7 @@ RULE_MODULES = (
     "ptxas",
     "runtimes",
     "framework_fit",
+    "cuda_mix",
 )
 
 for _name in RULE_MODULES:
