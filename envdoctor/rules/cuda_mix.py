@@ -17,7 +17,8 @@ from envdoctor.rules.context import Context
 def _builds(ctx: Context) -> List[Tuple[str, Optional[int], Optional[str], str, str]]:
     """(label, CUDA major, cuDNN, CUDA, where that was read) of every framework's CUDA build: torch, TF, JAX and
     CuPy from facts/builds.py, the table frameworks (onnxruntime-gpu, paddlepaddle-gpu) as their modules read them."""
-    out = [(b.label, b.major, b.fw.cudnn_version, b.cuda, b.cuda_source) for b in cuda_builds(ctx)]
+    out: List[Tuple[str, Optional[int], Optional[str], str, str]] = [
+        (b.label, b.major, b.fw.cudnn_version, b.cuda, b.cuda_source) for b in cuda_builds(ctx)]
     platform = platform_key(ctx.snap) or "linux-x86_64"
     for fw in ctx.frameworks:
         installed = getattr(registry.find(fw.name), "installed_candidate", None)
