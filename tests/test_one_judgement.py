@@ -8,8 +8,8 @@ locked builds laid in; when lock refuses, gate fails every build of the refused 
 Builds of two CUDA majors (envdoctor/facts/cuda_mix.py) are one judgement too: lock writes them only when no
 combination of one major fits, with a warning, and gate and check then warn with ED662; when lock's builds share a
 major, neither warns.
-Not covered: a refusal between frameworks that each fit alone because their exact nvidia-* pins disagree (torch
-2.14.1+cu126 with tensorflow[and-cuda]==2.16.2: gate knows the pins of torch's PyPI default build only and passes it).
+When lock refuses frameworks that each fit alone (their exact nvidia-* pins disagree, e.g. torch 2.14.1+cu126 and
+tensorflow[and-cuda]==2.16.2 on cuDNN), gate fails the newest fitting build of each, installed together.
 """
 from __future__ import annotations
 
@@ -194,17 +194,27 @@ def _one_target(t: Target, tmp: str) -> Optional[str]:
             return f"lock wrote {result.summary()} for {t.to_dict()}; two CUDA majors, warned by: {said}"
         return None
     # refused: every build of a framework that fits nowhere alone is refused by gate too
+    newest_fitting: List[Candidate] = []
     for f in t.frameworks:
         spec = registry.get(f.name)
         alone = t.copy(frameworks=[f])
         judged = [(c, spec.fits(M, c, alone)) for c in spec.candidates(M, t)]
-        if any(not probs for _, probs in judged):
-            continue  # it fits alone: the clash is between frameworks
+        fitting = [c for c, probs in judged if not probs]
+        if fitting:
+            newest_fitting.append(fitting[0])
+            continue  # it fits alone: the clash is between frameworks (judged below)
         # the CUDA line is the user's choice, not a fact of the machine: builds outside it are not considered
         cands = [c for c, probs in judged if not any(p.key == "cuda" for p in probs)]
         for c in _sample(cands):
             if not _gate_errors(tmp, _requirements([c]), alone, {c.framework: c.kind}):
                 return f"lock refused {f.name} on {t.to_dict()}, gate passes {c.label}"
+    if len(newest_fitting) == len(t.frameworks) > 1:
+        # each fits alone, no combination fits together (their exact nvidia-* pins disagree): the newest build of
+        # each, together, is one of the combinations lock refused, and gate fails it too
+        kinds = {c.framework: c.kind for c in newest_fitting}
+        if not _gate_errors(tmp, _requirements(newest_fitting), t, kinds):
+            return (f"lock refused {'+'.join(f.name for f in t.frameworks)} together on {t.to_dict()}, gate passes "
+                    + " + ".join(c.label for c in newest_fitting))
     return None
 
 

@@ -800,6 +800,9 @@ class _Planner:
             for name, sp in var.nvidia_pins.items():
                 sp = sp if sp[:1] in "<>=!~" else f"=={sp}"
                 requires.append(f"{name}{sp}; {linux}")
+        elif not conda and var.kind == "cuda" and var.cudnn and var.cuda_major:
+            # another index's build: its cuDNN pin, as frameworks/torch.py's candidate (and so lock) states it
+            requires.append(f"nvidia-cudnn-cu{var.cuda_major}=={var.cudnn}; {linux}")
         if not conda and var.kind == "cuda" and prow is not None and prow.triton:
             requires.append(f"triton{prow.triton}; {linux}")
         arch = None
