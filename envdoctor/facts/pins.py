@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Union
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -21,6 +20,7 @@ from packaging.version import Version
 
 from envdoctor.facts.platform import marker_env
 from envdoctor.facts.versions import parse_version
+from envdoctor.records import dataclass
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
