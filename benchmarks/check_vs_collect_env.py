@@ -38,8 +38,9 @@ import time
 # Runs the real `envdoctor check` in this process, timing its phases by wrapping the functions
 # envdoctor.commands.check calls in envdoctor.doctor (no copy of check's logic): the figures land in $BENCH_OUT as JSON.
 PHASES = r"""
-import json, os, sys, time
+import os, sys, time
 t0 = time.perf_counter()
+import json  # (and re behind it: envdoctor's first imports need them anyway)
 import envdoctor.cli as cli
 import envdoctor.commands as commands
 import envdoctor.doctor as doctor
@@ -132,8 +133,10 @@ def breakdown(interpreter, args, env, rounds):
         out = os.path.join(tmp, "phases.json")
         for _ in range(rounds):
             start = time.perf_counter()
-            subprocess.run([interpreter, "-c", PHASES, *args], env=dict(env, BENCH_OUT=out), cwd=tmp,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600, check=False)
+            # a blocking wait: subprocess.run(timeout=...) polls with sleeps of up to 50 ms, which the old
+            # "start+exit" phase counted
+            subprocess.Popen([interpreter, "-c", PHASES, *args], env=dict(env, BENCH_OUT=out), cwd=tmp,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).wait()
             wall = time.perf_counter() - start
             with open(out) as f:
                 phases = json.load(f)
