@@ -20,7 +20,8 @@ from .cli_run import run
 from .snapfactory import machine, torch
 
 # Imported by a check only when something needs them; each costs milliseconds at every start.
-NOT_IMPORTED = ("tomllib", "tomli", "_hashlib", "concurrent.futures", "shutil")
+NOT_IMPORTED = ("tomllib", "tomli", "_hashlib", "concurrent.futures", "shutil",
+                "packaging.tags", "packaging.requirements", "logging")  # packaging.utils and the pin parser
 RECORD = """
 import atexit, json, os, sys
 atexit.register(lambda: open(os.environ["MODULES_OUT"], "w").write(json.dumps(sorted(sys.modules))))

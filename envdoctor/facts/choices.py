@@ -4,7 +4,6 @@ machine rules; kept here so that no rule module imports another.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, List, Optional
 
 from envdoctor.facts.builds import companion_pins
@@ -13,6 +12,7 @@ from envdoctor.frameworks import jax as jax_fw
 from envdoctor.frameworks import tensorflow as tf_fw
 from envdoctor.frameworks import torch as torch_fw
 from envdoctor.frameworks.base import GpuTarget, Target
+from envdoctor.records import dataclass
 from envdoctor.snapshot import Framework
 
 

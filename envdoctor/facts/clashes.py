@@ -6,7 +6,6 @@ Moved out of rules/cudnn_pins.py so that check's ED320 and gate's rules share it
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from packaging.specifiers import SpecifierSet
@@ -18,6 +17,7 @@ from envdoctor.facts.platform import platform_key
 from envdoctor.facts.versions import lower_bound, parse_version, public
 from envdoctor.frameworks import registry
 from envdoctor.frameworks.base import Target
+from envdoctor.records import dataclass
 from envdoctor.snapshot import Framework
 
 

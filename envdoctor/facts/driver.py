@@ -7,7 +7,6 @@ driver at least the X.Y toolkit driver: PTX JIT of that toolkit's PTX), and `dri
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, List, Optional
 
 from packaging.version import Version
@@ -15,6 +14,7 @@ from packaging.version import Version
 from envdoctor.facts.labels import driver_source
 from envdoctor.facts.platform import driver_os
 from envdoctor.facts.versions import major_minor, major_minor_version, parse_version
+from envdoctor.records import dataclass
 
 if TYPE_CHECKING:  # facts never import envdoctor.rules at module level: that package imports every rule module
     from envdoctor.rules.base import EvidenceItem

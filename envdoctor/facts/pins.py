@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Union
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -21,6 +20,7 @@ from packaging.version import Version
 
 from envdoctor.facts.platform import marker_env
 from envdoctor.facts.versions import parse_version
+from envdoctor.records import dataclass
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
@@ -115,31 +115,52 @@ class Pin:
 
 
 def parse_pins(fw: "Framework", snap: "Snapshot") -> List[Pin]:
-    """The framework's Requires-Dist lines that apply on this platform/interpreter. Garbage lines are skipped."""
+    """The framework's Requires-Dist lines that apply on this platform/interpreter. Garbage lines are skipped.
+    What packaging made of a line here is remembered between runs (envdoctor.facts.pin_memo)."""
+    from envdoctor.facts.pin_memo import memo_for
+
     env = marker_env(snap)
+    memo = memo_for(env)
     out: List[Pin] = []
     for line in fw.requires or []:
-        req = requirement(str(line))
-        if req is None:
-            continue
-        extra: Optional[str] = None
-        if req.marker is not None:
-            if env is None:
-                continue
-            found = _EXTRA_RE.findall(str(req.marker))
-            extra_raw = found[0] if found else ""
-            e = dict(env)
-            e["extra"] = extra_raw
-            try:
-                applies = req.marker.evaluate(e)
-            except Exception:  # noqa: BLE001 - an odd marker means "unknown": skip the line
-                continue
-            if not applies:
-                continue
-            extra = canonical_name(extra_raw) if extra_raw else None
-        out.append(Pin(fw, canonical_name(req.name), req.specifier, str(line).strip(), extra,
-                       tuple(sorted(canonical_name(x) for x in req.extras))))
+        text = str(line)
+        known, entry = memo.get(text)
+        if not known:
+            entry = _judge_line(text, env)
+            memo.put(text, entry)
+        if entry is not None:
+            name, specifier, extra, extras = entry
+            out.append(Pin(fw, name, _specifier(specifier), text.strip(), extra, extras))
+    memo.save()
     return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _specifier(text: str) -> SpecifierSet:
+    return SpecifierSet(text)
+
+
+def _judge_line(line: str, env: Optional[Dict[str, str]]) -> Optional[Tuple[str, str, Optional[str], Tuple[str, ...]]]:
+    """(name, specifier, extra, requested extras) of a Requires-Dist line that applies under `env`, else None."""
+    req = requirement(line)
+    if req is None:
+        return None
+    extra: Optional[str] = None
+    if req.marker is not None:
+        if env is None:
+            return None
+        found = _EXTRA_RE.findall(str(req.marker))
+        extra_raw = found[0] if found else ""
+        e = dict(env)
+        e["extra"] = extra_raw
+        try:
+            applies = req.marker.evaluate(e)
+        except Exception:  # noqa: BLE001 - an odd marker means "unknown": skip the line
+            return None
+        if not applies:
+            return None
+        extra = canonical_name(extra_raw) if extra_raw else None
+    return canonical_name(req.name), str(req.specifier), extra, tuple(sorted(canonical_name(x) for x in req.extras))
 
 
 def in_effect(pin: Pin, pkgs: Dict[str, str], extras: Optional[Dict[str, Optional[bool]]] = None) -> bool:

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import abc
 import functools
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envdoctor.facts.gpu_support import cudnn_supports_gpu
+from envdoctor.facts.pins import canonical_name  # not packaging.utils: it imports packaging.tags (issue 18)
 from envdoctor.knowledge.tables import build_runs_on_cc, normalize_cc, parse_version
+from envdoctor.records import dataclass
 
 PLATFORMS = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64")
 COMPANIONS = ("torchvision", "torchaudio")
@@ -207,7 +208,7 @@ def _driver_floor_cached(m: Any, cuda: Optional[str], extra: Optional[str], os: 
 
 
 def _pin_names(pins: Dict[str, str]) -> Dict[str, str]:
-    return {canonicalize_name(k): str(v) for k, v in (pins or {}).items()}
+    return {canonical_name(k): str(v) for k, v in (pins or {}).items()}
 
 
 def _sorted_desc(versions: Iterable[str]) -> List[str]:
@@ -420,7 +421,7 @@ class FrameworkSpec(abc.ABC):
 
     def classify(self, distribution: str) -> Optional[str]:
         """"gpu" / "cpu" / "plugin" / "companion" for a distribution this framework owns, else None."""
-        return self.distributions.get(canonicalize_name(distribution))
+        return self.distributions.get(canonical_name(distribution))
 
     @abc.abstractmethod
     def candidates(self, m: Any, target: Target) -> List[Candidate]:

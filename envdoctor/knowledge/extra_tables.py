@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
 
+from envdoctor.facts.pins import canonical_name  # not packaging.utils: it imports packaging.tags (start-up, issue 18)
 from envdoctor.records import dataclass
 
 STAGES = ("run", "install")
@@ -42,7 +42,7 @@ class KnownBroken:
         from envdoctor.knowledge.tables import parse_version
 
         v = parse_version(version)
-        if v is None or str(canonicalize_name(dist)) not in self.dists:
+        if v is None or str(canonical_name(dist)) not in self.dists:
             return False
         public = parse_version(v.public)
         return public is not None and self.versions.contains(public, prereleases=True)
@@ -106,7 +106,7 @@ def _known_broken_row(row: Dict[str, Any]) -> KnownBroken:
         raise ValueError(f"stage {stage!r} is not one of {', '.join(STAGES)}")
     if severity not in SEVERITIES:
         raise ValueError(f"severity {severity!r} is not one of {', '.join(SEVERITIES)}")
-    return KnownBroken(id=_text(row, "id"), dists=tuple(str(canonicalize_name(d)) for d in dists), versions=versions,
+    return KnownBroken(id=_text(row, "id"), dists=tuple(str(canonical_name(d)) for d in dists), versions=versions,
                        platforms=tuple(platforms), extra=_text(row, "extra", required=False), stage=stage,
                        gpu_only=gpu_only, severity=severity, symptom=_text(row, "symptom"), fix=_text(row, "fix"),
                        source=_text(row, "source"), verified=_text(row, "verified"))

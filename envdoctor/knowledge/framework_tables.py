@@ -7,13 +7,13 @@ out and named in the table's ``problems``; tests require the bundled tables to h
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.knowledge.extra_tables import Table, _table, _text
+from envdoctor.records import dataclass
 
 PLATFORM_KEYS = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64")
 FRAMEWORK_TABLES = {"onnxruntime": "onnxruntime-gpu", "paddle": "paddlepaddle-gpu"}  # matrices/NAME.toml -> its distribution
