@@ -66,6 +66,14 @@ class JaxSpec(FrameworkSpec):
                      "jax-cuda13-plugin": "plugin", "jax-cuda11-pjrt": "plugin", "jax-cuda12-pjrt": "plugin",
                      "jax-cuda13-pjrt": "plugin"}
     xla = True
+    smoke_program = "jax_smoke.py"
+    refresh_table = "jax"
+    refresh_learner = "envdoctor.knowledge.refresh:_jax"
+    # jax, jaxlib, then each plugin's module (jax_cuda12_plugin/, jax_plugins/xla_cuda12/ for the -pjrt)
+    version_files = ("jax/version.py", "jaxlib/version.py") + tuple(
+        f"jax_cuda{n}_plugin/version.py" for n in (11, 12, 13)) + tuple(
+        f"jax_plugins/xla_cuda{n}/version.py" for n in (11, 12, 13))
+    version_parser = "envdoctor.parsers.jax_build:parse_jax_version_file"
 
     def releases(self, m: Any) -> List[Any]:
         """The jax release rows, newest first (a release's builds: CPU, or one per CUDA plugin)."""
