@@ -415,7 +415,7 @@ def resolve_dotted(name: str) -> Callable[..., Any]:
     obj = getattr(importlib.import_module(module), attr)
     if not callable(obj):
         raise TypeError(f"{name} is not callable")
-    return obj  # type: ignore[no-any-return]
+    return obj
 
 
 class FrameworkSpec(abc.ABC):
