@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.errors import BadInput
 from envdoctor.parsers import jax_build, tf_build_info, torch_version
-from envdoctor.parsers.assignments import simple_assignments
+from envdoctor.parsers import assignments
 from envdoctor.probes import _pyenv_helper as helper
 from envdoctor.probes.base import ProbeContext, ProbeSkipped, ProbeUnknown
 from envdoctor.parsers.libname import split_libname
@@ -364,7 +364,7 @@ def _framework(dist: dict, installed: Dict[str, dict], platform_tag: str) -> Opt
     elif name == "paddlepaddle":
         # paddle/version/__init__.py: cuda_version = '11.8', cudnn_version = '8.6.0' ('False' in a CPU build)
         text = read("paddle/version/__init__.py")
-        values = {k: v for k, v in simple_assignments(text).items() if v not in ("", "False")}
+        values = {k: v for k, v in assignments.simple_assignments(text).items() if v not in ("", "False")}
         if norm == "paddlepaddle-gpu" or values.get("cuda_version"):
             fw.build = "cuda"
             m = re.search(r"\.post([0-9])([0-9])([0-9])?$", fw.version)  # 2.5.1.post117 -> CUDA 11.7
@@ -376,7 +376,7 @@ def _framework(dist: dict, installed: Dict[str, dict], platform_tag: str) -> Opt
             fw.build = "cpu"
     elif name == "onnxruntime":
         text = read("onnxruntime/capi/build_and_package_info.py")
-        values = simple_assignments(text)
+        values = assignments.simple_assignments(text)
         package = helper.normalize(values.get("package_name", norm))
         if package in ("onnxruntime-gpu", "ort-gpu-nightly") or norm == "onnxruntime-gpu":
             fw.build = "cuda"
