@@ -12,7 +12,8 @@ from typing import Any, Dict, List
 import pytest
 
 from envdoctor.frameworks import registry
-from envdoctor.frameworks.base import Candidate, FrameworkSpec, Target, resolve_dotted
+from envdoctor.frameworks.base import resolve_dotted
+from envdoctor.frameworks.cupy import CupySpec
 from envdoctor.knowledge import load as L
 from envdoctor.knowledge import refresh as R
 from envdoctor.probes import _pyenv_helper as helper
@@ -25,24 +26,15 @@ from tests.index_server import FakeIndex, all_recorded
 SPECS = list(registry.SPECS.values())
 
 
-class ToySpec(FrameworkSpec):
-    """A framework no module of envdoctor knows: it borrows cupy's smoke program and has its own refresh table."""
+class ToySpec(CupySpec):
+    """A framework no module of envdoctor knows (no matrices rows, as CuPy): it borrows cupy's smoke program and
+    has a refresh table of its own."""
 
     name = "toyfw"
     distributions = {"toyfw": "gpu"}
-    lockable = False
     smoke_program = "cupy_smoke.py"
     refresh_table = "toy"
     refresh_learner = "tests.test_spec_owns:toy_learner"
-
-    def candidates(self, m: Any, target: Target) -> List[Candidate]:
-        return []
-
-    def known_versions(self, m: Any) -> List[str]:
-        return []
-
-    def python_specs(self, m: Any) -> List[str]:
-        return []
 
 
 LEARNED: List[Dict[str, Any]] = []

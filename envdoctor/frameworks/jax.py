@@ -10,6 +10,7 @@ from packaging.version import Version
 
 from envdoctor.frameworks.base import PLATFORMS, Candidate, FrameworkSpec, Requirement, Target, _pin_names, python_fits
 from envdoctor.knowledge.tables import parse_version
+from envdoctor.parsers.jax_build import plugin_module_paths
 
 
 def jax_gpu_platforms(m: Any) -> List[str]:
@@ -71,8 +72,7 @@ class JaxSpec(FrameworkSpec):
     refresh_learner = "envdoctor.knowledge.refresh:_jax"
     # jax, jaxlib, then each plugin's module (jax_cuda12_plugin/, jax_plugins/xla_cuda12/ for the -pjrt)
     version_files = ("jax/version.py", "jaxlib/version.py") + tuple(
-        f"jax_cuda{n}_plugin/version.py" for n in (11, 12, 13)) + tuple(
-        f"jax_plugins/xla_cuda{n}/version.py" for n in (11, 12, 13))
+        rel for dist, kind in distributions.items() if kind == "plugin" for rel in plugin_module_paths(dist))
     version_parser = "envdoctor.parsers.jax_build:parse_jax_version_file"
 
     def releases(self, m: Any) -> List[Any]:
