@@ -60,7 +60,7 @@ def _entry(value: _Stored) -> Tuple[bool, Entry]:
     if (isinstance(value, list) and len(value) == 4 and isinstance(value[0], str) and isinstance(value[1], str)
             and (value[2] is None or isinstance(value[2], str)) and isinstance(value[3], list)
             and all(isinstance(x, str) for x in value[3])):
-        return True, (value[0], value[1], value[2], tuple(value[3]))  # type: ignore[arg-type]
+        return True, (value[0], value[1], value[2], tuple(value[3]))
     return False, None
 
 

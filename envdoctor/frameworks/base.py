@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import abc
 import functools
+import importlib
 from dataclasses import field
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
@@ -407,6 +408,17 @@ def normalize_spec(spec: str) -> str:
 # --------------------------------------------------------------------------- the interface
 
 
+def resolve_dotted(name: str) -> Callable[..., Any]:
+    """The callable a "package.module:function" name designates (imported now, not when the spec is defined)."""
+    module, sep, attr = name.partition(":")
+    if not sep or not module or not attr:
+        raise ValueError(f"{name!r} is not a 'module:function' name")
+    obj = getattr(importlib.import_module(module), attr)
+    if not callable(obj):
+        raise TypeError(f"{name} is not callable")
+    return obj
+
+
 class FrameworkSpec(abc.ABC):
     """One framework: its distributions, the builds the matrices list, and how one is judged and installed."""
 
@@ -418,6 +430,17 @@ class FrameworkSpec(abc.ABC):
     xla: bool = False
     #: lock can offer it (the matrices list its builds)
     lockable: bool = True
+    #: its program for ``envdoctor smoke``: a file name under envdoctor/smoke/programs/ (None: no smoke test)
+    smoke_program: Optional[str] = None
+    #: the matrices table ``envdoctor matrices refresh`` learns for it ("pytorch"; None: not refreshed) and the
+    #: learner that does, as "module:function" (resolved only when refresh runs: :func:`resolve_dotted`)
+    refresh_table: Optional[str] = None
+    refresh_learner: Optional[str] = None
+    #: the files its distributions ship that state the build, relative to site-packages (what the pyenv probe
+    #: reads; its stdlib-only helper keeps its own list, which a test holds equal to this), and the parser of the
+    #: first one as "module:function"
+    version_files: Tuple[str, ...] = ()
+    version_parser: Optional[str] = None
 
     def classify(self, distribution: str) -> Optional[str]:
         """"gpu" / "cpu" / "plugin" / "companion" for a distribution this framework owns, else None."""

@@ -15,6 +15,9 @@ class CupySpec(FrameworkSpec):
     name = "cupy"
     distributions = {"cupy": "gpu", "cupy-cuda11x": "gpu", "cupy-cuda12x": "gpu", "cupy-cuda13x": "gpu"}
     lockable = False
+    smoke_program = "cupy_smoke.py"
+    version_files = ("cupy/_version.py",)
+    version_parser = "envdoctor.parsers.torch_version:parse_simple_version_py"
 
     def candidates(self, m: Any, target: Target) -> List[Candidate]:
         """No CuPy release rows in the matrices: no candidates (never invented)."""

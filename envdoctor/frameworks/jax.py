@@ -10,6 +10,7 @@ from packaging.version import Version
 
 from envdoctor.frameworks.base import PLATFORMS, Candidate, FrameworkSpec, Requirement, Target, _pin_names, python_fits
 from envdoctor.knowledge.tables import parse_version
+from envdoctor.parsers.jax_build import plugin_module_paths
 
 
 def jax_gpu_platforms(m: Any) -> List[str]:
@@ -66,6 +67,13 @@ class JaxSpec(FrameworkSpec):
                      "jax-cuda13-plugin": "plugin", "jax-cuda11-pjrt": "plugin", "jax-cuda12-pjrt": "plugin",
                      "jax-cuda13-pjrt": "plugin"}
     xla = True
+    smoke_program = "jax_smoke.py"
+    refresh_table = "jax"
+    refresh_learner = "envdoctor.knowledge.refresh:_jax"
+    # jax, jaxlib, then each plugin's module (jax_cuda12_plugin/, jax_plugins/xla_cuda12/ for the -pjrt)
+    version_files = ("jax/version.py", "jaxlib/version.py") + tuple(
+        rel for dist, kind in distributions.items() if kind == "plugin" for rel in plugin_module_paths(dist))
+    version_parser = "envdoctor.parsers.jax_build:parse_jax_version_file"
 
     def releases(self, m: Any) -> List[Any]:
         """The jax release rows, newest first (a release's builds: CPU, or one per CUDA plugin)."""

@@ -13,6 +13,9 @@ class OnnxruntimeSpec(TableSpec):
     gpu_distribution = "onnxruntime-gpu"
     distributions = {"onnxruntime-gpu": "gpu", "onnxruntime": "cpu", "onnxruntime-rocm": "cpu",
                      "ort-gpu-nightly": "gpu", "ort-nightly-gpu": "gpu", "ort-nightly": "cpu"}
+    smoke_program = "onnxruntime_smoke.py"
+    version_files = ("onnxruntime/capi/build_and_package_info.py",)
+    version_parser = "envdoctor.parsers.assignments:simple_assignments"
     check_skips = ("driver",)  # ED681 (rules/runtimes.py) judges the driver with the CUDA libraries it loads
 
 

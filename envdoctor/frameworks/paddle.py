@@ -12,6 +12,8 @@ class PaddleSpec(TableSpec):
     table = "paddle.toml"
     gpu_distribution = "paddlepaddle-gpu"
     distributions = {"paddlepaddle-gpu": "gpu", "paddlepaddle": "cpu"}
+    version_files = ("paddle/version/__init__.py",)
+    version_parser = "envdoctor.parsers.assignments:simple_assignments"
 
 
 SPEC = PaddleSpec()

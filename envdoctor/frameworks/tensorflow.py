@@ -56,6 +56,11 @@ class TensorflowSpec(FrameworkSpec):
     distributions = {"tensorflow": "gpu", "tensorflow-cpu": "cpu", "tensorflow-gpu": "gpu", "tf-nightly": "gpu",
                      "tf-nightly-cpu": "cpu", "tf-nightly-gpu": "gpu"}
     xla = True
+    smoke_program = "tensorflow_smoke.py"
+    refresh_table = "tensorflow"
+    refresh_learner = "envdoctor.knowledge.refresh:_tensorflow"
+    version_files = ("tensorflow/python/platform/build_info.py",)
+    version_parser = "envdoctor.parsers.tf_build_info:parse_build_info"
 
     def candidates(self, m: Any, target: Target) -> List[Candidate]:
         out: List[Candidate] = []

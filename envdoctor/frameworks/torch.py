@@ -65,6 +65,11 @@ def torch_candidate(m: Any, release: Any, patch: str, variant: Any, platform: st
 class TorchSpec(FrameworkSpec):
     name = "torch"
     distributions = {"torch": "gpu", "torchvision": "companion", "torchaudio": "companion"}
+    smoke_program = "torch_smoke.py"
+    refresh_table = "pytorch"
+    refresh_learner = "envdoctor.knowledge.refresh:_torch"
+    version_files = ("torch/version.py", "torchvision/version.py", "torchaudio/version.py")
+    version_parser = "envdoctor.parsers.torch_version:parse_torch_version"
 
     def candidates(self, m: Any, target: Target) -> List[Candidate]:
         """Every torch build of the right kind, newest first (release, patch, then CUDA)."""

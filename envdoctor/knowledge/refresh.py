@@ -38,6 +38,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envdoctor.errors import EnvdoctorError
+from envdoctor.frameworks import registry
+from envdoctor.frameworks.base import FrameworkSpec, resolve_dotted
 
 from . import load as L
 from envdoctor.facts.versions import lower_bound
@@ -46,7 +48,12 @@ from envdoctor.facts.versions import major_minor as series
 from .index import DistFile, IndexClient, exact_pin, python_for, requirements, spec_of
 from .verify import _first, _jaxlib_requirement, _torch_cuda
 
-REFRESH_TABLES = ("pytorch", "tensorflow", "jax")
+def refresh_specs() -> List[FrameworkSpec]:
+    """The framework specs that name a refresh table and its learner, in the registry's order."""
+    return [s for s in registry.SPECS.values() if s.refresh_table and s.refresh_learner]
+
+
+REFRESH_TABLES: Tuple[str, ...] = tuple(str(s.refresh_table) for s in refresh_specs())
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
@@ -626,11 +633,9 @@ def refresh(client: IndexClient, date: Optional[str] = None, bundled_dir: Option
     """Read the index and derive the rows (writes nothing).  Raises IndexUnavailable when offline."""
     day = date or _dt.date.today().isoformat()
     m = bundled_matrices(bundled_dir)
-    updates = {
-        "pytorch": _torch(m, client, day),
-        "tensorflow": _tensorflow(m, client, day),
-        "jax": _jax(m, client, day),
-    }
+    # each spec's learner ("module:function", taking (matrices, client, date) and returning a TableUpdate)
+    updates: Dict[str, TableUpdate] = {
+        str(s.refresh_table): resolve_dotted(str(s.refresh_learner))(m, client, day) for s in refresh_specs()}
     for up in updates.values():
         for kind, rows in list(up.rows.items()):
             good = []

@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.errors import BadInput
 from envdoctor.parsers import jax_build, tf_build_info, torch_version
+from envdoctor.parsers import assignments
 from envdoctor.probes import _pyenv_helper as helper
 from envdoctor.probes.base import ProbeContext, ProbeSkipped, ProbeUnknown
 from envdoctor.parsers.libname import split_libname
@@ -272,10 +273,6 @@ def _cupy_build(norm: str) -> Tuple[str, Optional[str], Optional[str]]:
     return "unknown", None, None
 
 
-def _simple_assignments(text: str) -> Dict[str, str]:
-    return {m.group(1): m.group(2) for m in re.finditer(r"^(\w+)\s*=\s*['\"]([^'\"\n]*)['\"]\s*$", text, re.M)}
-
-
 _HASHED = re.compile(r"-[0-9a-f]{8}$")  # libcudart-d0da41ae.so.11.0: the wheel build's hash tag
 
 
@@ -367,7 +364,7 @@ def _framework(dist: dict, installed: Dict[str, dict], platform_tag: str) -> Opt
     elif name == "paddlepaddle":
         # paddle/version/__init__.py: cuda_version = '11.8', cudnn_version = '8.6.0' ('False' in a CPU build)
         text = read("paddle/version/__init__.py")
-        values = {k: v for k, v in (_simple_assignments(text) if text else {}).items() if v not in ("", "False")}
+        values = {k: v for k, v in assignments.simple_assignments(text).items() if v not in ("", "False")}
         if norm == "paddlepaddle-gpu" or values.get("cuda_version"):
             fw.build = "cuda"
             m = re.search(r"\.post([0-9])([0-9])([0-9])?$", fw.version)  # 2.5.1.post117 -> CUDA 11.7
@@ -379,7 +376,7 @@ def _framework(dist: dict, installed: Dict[str, dict], platform_tag: str) -> Opt
             fw.build = "cpu"
     elif name == "onnxruntime":
         text = read("onnxruntime/capi/build_and_package_info.py")
-        values = _simple_assignments(text) if text else {}
+        values = assignments.simple_assignments(text)
         package = helper.normalize(values.get("package_name", norm))
         if package in ("onnxruntime-gpu", "ort-gpu-nightly") or norm == "onnxruntime-gpu":
             fw.build = "cuda"

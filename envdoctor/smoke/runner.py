@@ -1,6 +1,6 @@
 """Spawn the smoke programs (one process per framework, in parallel) and collect their reports.
 
-Each program runs as `python -c <programs/_common.py + programs/<fw>_smoke.py> CONFIG` in the
+Each program runs as `python -c <programs/_common.py + programs/<spec.smoke_program>> CONFIG` in the
 target interpreter through envdoctor.subproc.Runner (streaming mode), with a hard timeout per
 framework. Its stdout carries one JSON line per step; `assemble` turns those lines plus how the
 process ended (exit status, signal, timeout, stderr tail) into a FrameworkResult, so a crash
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.errors import BadInput, EnvdoctorError
+from envdoctor.frameworks import registry
 from envdoctor.smoke.results import BAD, DEFAULT_TIMEOUT, FRAMEWORKS, RANK, FrameworkResult, SmokeRun, StepResult
 from envdoctor.subproc import CmdResult, Runner
 
@@ -64,9 +65,19 @@ def plan(framework: str, bench: bool = False) -> List[Tuple[str, str]]:
     return steps
 
 
+def smoke_frameworks() -> Tuple[str, ...]:
+    """The frameworks with a smoke program, in the registry's order (smoke.results.FRAMEWORKS, which must stay
+    import-light for the smoke CLI's choices, is held equal to this by a test)."""
+    return tuple(n for n, s in registry.SPECS.items() if s.smoke_program)
+
+
 def program_source(framework: str) -> str:
+    """_common.py followed by the program the framework's spec names (its ``smoke_program``)."""
+    spec = registry.find(framework)
+    if spec is None or not spec.smoke_program:
+        raise BadInput(f"{framework}: no smoke program (frameworks with one: {', '.join(smoke_frameworks())})")
     common = (PROGRAMS / "_common.py").read_text(encoding="utf-8")
-    own = (PROGRAMS / f"{framework}_smoke.py").read_text(encoding="utf-8")
+    own = (PROGRAMS / spec.smoke_program).read_text(encoding="utf-8")
     return common + "\n\n" + own
 
 
@@ -324,9 +335,10 @@ def target_snapshot(python: Optional[str], env: Optional[Mapping[str, str]] = No
 
 
 def installed_frameworks(snapshot) -> Dict[str, Any]:
+    known = smoke_frameworks()
     out: Dict[str, Any] = {}
     for fw in snapshot.python.frameworks:
-        if fw.name in FRAMEWORKS and fw.name not in out:
+        if fw.name in known and fw.name not in out:
             out[fw.name] = fw
     return out
 
@@ -344,9 +356,10 @@ def run_smoke(snapshot=None, python: Optional[str] = None, frameworks: Optional[
     timeout: seconds each framework's program may take for its steps (hard: the process group is
       killed); its exit then gets SHUTDOWN_GRACE seconds more.
     """
+    known = smoke_frameworks()
     for name in frameworks or ():
-        if name not in FRAMEWORKS:
-            raise BadInput(f"unknown framework {name!r} (choose from {', '.join(FRAMEWORKS)})")
+        if name not in known:
+            raise BadInput(f"unknown framework {name!r} (choose from {', '.join(known)})")
     if snapshot is None:
         snapshot = target_snapshot(python, env)
     interpreter = snapshot.python.executable or python or ""
@@ -355,14 +368,14 @@ def run_smoke(snapshot=None, python: Optional[str] = None, frameworks: Optional[
     if os.sep in interpreter and not os.path.exists(interpreter):
         raise BadInput(f"{interpreter}: no such interpreter on this machine (a smoke test needs a live environment)")
     installed = installed_frameworks(snapshot)
-    wanted = [n for n in FRAMEWORKS if n in (frameworks or installed)]
+    wanted = [n for n in known if n in (frameworks or installed)]
     run = SmokeRun(python=interpreter, python_version=snapshot.python.version, timeout=timeout, bench=bench,
                    require_gpu=require_gpu)
     start = time.monotonic()
     if not wanted:
         if require_gpu:
             run.problems.append(f"a GPU is required (--require-gpu) but no GPU framework "
-                                f"({', '.join(FRAMEWORKS)}) is installed in {interpreter}")
+                                f"({', '.join(known)}) is installed in {interpreter}")
         return run
     cancel = cancel or threading.Event()
     with ThreadPoolExecutor(max_workers=len(wanted), thread_name_prefix="smoke") as pool:
