@@ -12,7 +12,7 @@ from typing import Any, List, Optional
 
 from envdoctor.formats.interface import FindingsDoc, Item, Section
 
-__all__ = ["GateResult", "UnitResult", "annotation", "describe_target", "render"]
+__all__ = ["GateResult", "UnitResult", "describe_target", "render"]
 
 
 @dataclass

@@ -30,10 +30,9 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.errors import BadInput
@@ -71,9 +70,6 @@ def _known_versions(m: Any, name: str) -> List[str]:
 
 def _python_specs(m: Any, name: str) -> List[str]:
     return registry.get(name).python_specs(m)
-
-
-
 
 
 # --------------------------------------------------------------------------- pins across frameworks
@@ -307,7 +303,6 @@ LockResult = Any  # Lock | Clash  (both have .ok)
 
 
 # --------------------------------------------------------------------------- validation (bad targets)
-
 
 
 def _span(items: Sequence[str]) -> str:

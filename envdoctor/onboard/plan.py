@@ -175,8 +175,6 @@ class DriverStop:
         return "\n".join(lines)
 
 
-
-
 def _major(version: str) -> Optional[int]:
     m = re.match(r"^\s*(\d+)", version or "")
     return int(m.group(1)) if m else None

@@ -92,8 +92,6 @@ def torch_cuda_variant(ctx, version: str):
     return max(good, key=lambda v: parse_version(v.cuda) or Version("0"))
 
 
-
-
 def _companions(ctx, torch_version: str, label: str) -> List[str]:
     """'torchvision==0.17.2+cu121' ... for the companions that are installed, from the release's patch row."""
     return [f'"{name}=={v}{label}"' for name, v in companion_pins(ctx, torch_version)]

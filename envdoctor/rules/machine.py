@@ -34,8 +34,6 @@ VISIBLE_CAUSE = "cuda-visible-devices"
 # -- shared helpers -----------------------------------------------------------------------------
 
 
-
-
 def _cuda_fws(ctx) -> list:
     return [fw for fw in ctx.frameworks if fw.build == "cuda"]
 
@@ -68,8 +66,6 @@ def _nvidia_present(snap) -> bool:
                 or d.nvidia_smi in ("ok", "failed", "timeout", "mismatch", "no_devices"))
 
 
-
-
 def _msg_evidence(snap, lines: List[str]) -> List[EvidenceItem]:
     src = "cmd:nvidia-smi" if snap.driver.nvidia_smi not in ("not_run", "missing") else driver_source(snap)
     return [EvidenceItem("error message", line, src) for line in lines[:3]]
@@ -77,8 +73,6 @@ def _msg_evidence(snap, lines: List[str]) -> List[EvidenceItem]:
 
 def _in_container(snap) -> bool:
     return bool(snap.platform.container)
-
-
 
 
 def _probe_ok(snap, name: str) -> bool:
@@ -95,8 +89,6 @@ def _other_layer_works(snap) -> bool:
     d = snap.driver
     return ((d.nvml == "ok" and any(g.source == "nvml" for g in snap.gpus))
             or (d.nvidia_smi == "ok" and any(g.source == "nvidia-smi" for g in snap.gpus)))
-
-
 
 
 # -- WSL -------------------------------------------------------------------------------------------
@@ -140,8 +132,6 @@ def wsl1_no_gpu(ctx: Context, r: Rule) -> List[Finding]:
                           evidence=ev, fix=fix, cause=DRIVER_CAUSE, subject="WSL")]
     return [r.finding("This Linux runs under WSL 1, which has no GPU support; convert it to WSL 2 to use an NVIDIA GPU.",
                       severity="info", evidence=ev, fix=fix, subject="WSL")]
-
-
 
 
 @rule(
