@@ -16,9 +16,9 @@ from envdoctor.records import dataclass
 from envdoctor.snapshot import Framework
 
 
-def matrices(ctx: Any) -> Any:
-    """The matrices (the framework choosers below read them through this)."""
-    return ctx.matrices
+def _python(ctx: Any) -> Optional[str]:
+    py = python_version(ctx)
+    return str(py) if py else None
 
 
 # --------------------------------------------------------------------------- alternatives from the matrices
@@ -43,28 +43,19 @@ class TorchChoice:
 def torch_choice(ctx, fw: Framework, fits: Callable[[object], bool]) -> Optional[TorchChoice]:
     """A torch CUDA build for which `fits(variant)` holds (the torch spec's choice: the same release's other
     variants first, else the newest release that has one; only builds for this platform and Python)."""
-    m = matrices(ctx)
-    if m is None:
-        return None
     plat = platform_key(ctx)
     if plat is None:  # a platform no key names: no build is published for it
         return None
-    py = python_version(ctx)
-    found = torch_fw.SPEC.choose_variant(m, fw.version, plat, str(py) if py else None, fits)
+    found = torch_fw.SPEC.choose_variant(ctx.matrices, fw.version, plat, _python(ctx), fits)
     return TorchChoice(*found) if found is not None else None
 
 
 def tf_choice(ctx, fits: Callable[[object], bool]):
     """The newest TensorFlow release (in the data) with a GPU build for this platform and Python that fits."""
-    m = matrices(ctx)
-    if m is None:
-        return None
     plat = platform_key(ctx)
     if plat is None:  # a platform no key names: no build is published for it
         return None
-    py = python_version(ctx)
-    return tf_fw.SPEC.choose_release(m, plat, bool(ctx.snap.platform.wsl),
-                                                     str(py) if py else None, fits)
+    return tf_fw.SPEC.choose_release(ctx.matrices, plat, bool(ctx.snap.platform.wsl), _python(ctx), fits)
 
 
 def tf_command(rel) -> str:
@@ -74,11 +65,7 @@ def tf_command(rel) -> str:
 
 def jax_choice(ctx, fits: Callable[[object, object], bool], prefer_version: Optional[str] = None):
     """(release, plugin) for which fits(release, plugin) holds: the installed jax release first, else the newest."""
-    m = matrices(ctx)
-    if m is None:
-        return None
-    py = python_version(ctx)
-    return jax_fw.SPEC.choose_plugin(m, str(py) if py else None, fits, prefer_version)
+    return jax_fw.SPEC.choose_plugin(ctx.matrices, _python(ctx), fits, prefer_version)
 
 
 def jax_command(rel, plugin) -> str:
