@@ -90,6 +90,22 @@ def platform_key(source: Source) -> Optional[str]:
     return platform_key_of(snap.platform.system, snap.platform.machine)
 
 
+def platform_of(snap: "Snapshot") -> Optional[str]:
+    """The wheel platform of a stated target (gate's and ED690's): the snapshot's OS and machine only, and only the
+    platforms the build tables list -- None for others and for a Linux snapshot that states no machine. Unlike
+    platform_key it ignores the interpreter's tag and names no ppc64le / Windows ARM64 key (moved here from
+    gate/plan.py so that ED690 need not import gate; folding it into platform_key would change those verdicts)."""
+    system = (snap.platform.system or "").lower()
+    arch = (snap.platform.machine or "").lower()
+    if system == "linux":
+        return "linux-aarch64" if arch in ("aarch64", "arm64") else ("linux-x86_64" if arch in ("x86_64", "amd64") else None)
+    if system.startswith("win"):
+        return "win-amd64" if arch in ("amd64", "x86_64", "") else None
+    if system == "darwin":
+        return "macos-arm64" if arch in ("arm64", "aarch64") else "macos-x86_64"
+    return None
+
+
 def driver_os(source: Source, wsl_is_windows: bool = False) -> str:
     """Which driver table applies: "windows" on Windows (and under WSL 2 when `wsl_is_windows`, whose GPU is the
     Windows driver's), else "linux"."""

@@ -32,6 +32,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.default_index import DEFAULT_INDEX_LABEL, default_index, is_default_index
+from envdoctor.facts.platform import platform_of
 from envdoctor.frameworks import jax as jax_fw, registry, tensorflow as tf_fw, torch as torch_fw
 from envdoctor.frameworks.base import Target as FrameworkTarget, python_fits
 from envdoctor.frameworks.jax import jax_candidate
@@ -116,18 +117,6 @@ class Target:
             except Exception:  # noqa: BLE001 - an odd marker: unknown
                 return None
         return any(results)
-
-
-def platform_of(snap: Snapshot) -> Optional[str]:
-    system = (snap.platform.system or "").lower()
-    arch = (snap.platform.machine or "").lower()
-    if system == "linux":
-        return "linux-aarch64" if arch in ("aarch64", "arm64") else ("linux-x86_64" if arch in ("x86_64", "amd64") else None)
-    if system.startswith("win"):
-        return "win-amd64" if arch in ("amd64", "x86_64", "") else None
-    if system == "darwin":
-        return "macos-arm64" if arch in ("arm64", "aarch64") else "macos-x86_64"
-    return None
 
 
 def target_of(snap: Snapshot, python: Optional[str] = None, python_from: str = "target") -> Target:

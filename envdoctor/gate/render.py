@@ -53,7 +53,7 @@ class GateResult:
 
 
 def describe_target(snap: Any, source: str) -> str:
-    from envdoctor.gate.plan import platform_of
+    from envdoctor.facts.platform import platform_of
 
     plat = platform_of(snap) or (f"{snap.platform.system} {snap.platform.machine}".strip() or "platform unknown")
     if snap.platform.wsl:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, List
 
+from envdoctor.facts.platform import platform_of
 from envdoctor.frameworks import registry
 from envdoctor.frameworks.base import GpuTarget, Target
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
@@ -15,8 +16,6 @@ AREA_OF = {"driver": "driver", "python": "python", "platform": "platform", "cuda
 
 
 def _target(ctx: Any) -> Target:
-    from envdoctor.gate.plan import platform_of
-
     snap = ctx.snap
     pv = parse_version(ctx.python_version)
     gpus = [GpuTarget(cc, g.name or "") for g in ctx.gpus for cc in [ctx.gpu_cc(g)] if cc]
