@@ -149,3 +149,48 @@ def test_check_through_the_cli_reads_the_cache(tmp_path):
     second = run("check", "--snapshot", str(snap_file), "--format", "json", env=env)
     assert json.loads(second.stdout)["findings"] == json.loads(first.stdout)["findings"]
     assert cached.stat().st_mtime_ns == stamp  # read, not written again
+
+
+def _no_content_read(monkeypatch):
+    """Hashing the inputs' bytes from now on fails the test: the stat key alone must decide."""
+    def refuse(*a, **k):
+        raise AssertionError("the inputs' bytes were hashed")
+
+    monkeypatch.setattr(C, "_digest", refuse)
+    _no_toml(monkeypatch)
+
+
+def test_a_hit_on_unchanged_files_reads_none_of_them(data, monkeypatch):
+    bundled, overlay = data
+    first = load_matrices(cache_dir=overlay, bundled_dir=bundled)
+    entry = json.loads(C.cache_path().read_text())
+    assert entry["stat"] == C._stat_key(bundled, overlay) and entry["key"] == C._digest(bundled, overlay)
+    _no_content_read(monkeypatch)
+    _same(load_matrices(cache_dir=overlay, bundled_dir=bundled), first)
+
+
+def test_a_touched_table_is_judged_by_its_content(data, monkeypatch):
+    """Same bytes, other stat facts (touched, copied): the content key matches, nothing is rebuilt, and the entry
+    learns the new stat key; other bytes of the same size under a new mtime: rebuilt."""
+    import os
+
+    bundled, overlay = data
+    first = load_matrices(cache_dir=overlay, bundled_dir=bundled)
+    old = json.loads(C.cache_path().read_text())
+    st = os.stat(bundled / "gpus.toml")
+    os.utime(bundled / "gpus.toml", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    _no_toml(monkeypatch)
+    _same(load_matrices(cache_dir=overlay, bundled_dir=bundled), first)
+    new = json.loads(C.cache_path().read_text())
+    assert new["key"] == old["key"] and new["stat"] != old["stat"] and new["stat"] == C._stat_key(bundled, overlay)
+    monkeypatch.undo()
+    monkeypatch.setenv("ENVDOCTOR_CACHE_DIR", str(C.cache_path().parent.parent))
+    text = (bundled / "gpus.toml").read_text()
+    assert '"NVIDIA A100-SXM4-80GB"' in text
+    (bundled / "gpus.toml").write_text(text.replace('"NVIDIA A100-SXM4-80GB"', '"NVIDIA Z100-SXM4-80GB"', 1))
+    st2 = os.stat(bundled / "gpus.toml")
+    assert st2.st_size == st.st_size
+    os.utime(bundled / "gpus.toml", ns=(st.st_atime_ns, st.st_mtime_ns + 2 * 10**9))
+    changed = load_matrices(cache_dir=overlay, bundled_dir=bundled)
+    assert changed.gpu_info("NVIDIA Z100-SXM4-80GB") is not None
+    assert json.loads(C.cache_path().read_text())["key"] != old["key"]
