@@ -13,13 +13,11 @@ Conventions:
 from __future__ import annotations
 
 import builtins
-import dataclasses
 import json
 import typing
-from dataclasses import field
 from typing import Any, Dict, List, Optional
 
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field, fields, has_default
 
 SCHEMA_VERSION = "1.0"
 
@@ -422,8 +420,8 @@ def _to_json(obj: Any) -> Any:
     if cls in _PLAIN:
         return obj
     names = _FIELD_NAMES.get(cls)
-    if names is None and dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(obj))
+    if names is None and hasattr(cls, "__dataclass_fields__") and not isinstance(obj, type):
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(obj))
     if names is not None:
         return {n: _to_json(getattr(obj, n)) for n in names}
     if isinstance(obj, list):
@@ -503,15 +501,15 @@ def _from_json(tp: Any, value: Any, where: str) -> Any:
             return None
         inner = [a for a in args if a is not type(None)]
         return _from_json(inner[0], value, where)
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):  # a record's class (a hint is never an instance)
+    if isinstance(tp, type) and hasattr(tp, "__dataclass_fields__"):  # a record's class (a hint is never an instance)
         if not isinstance(value, dict):
             raise ValueError(f"{where}: expected an object")
         hints = _hints(tp)
         kwargs = {}
-        for f in dataclasses.fields(tp):
+        for f in fields(tp):
             if f.name in value:
                 kwargs[f.name] = _from_json(hints[f.name], value[f.name], f"{where}.{f.name}")
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            elif not has_default(f):
                 raise ValueError(f"{where}: missing field {f.name!r}")
         return tp(**kwargs)
     if origin in (list, List):

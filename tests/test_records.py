@@ -136,3 +136,70 @@ def test_what_it_refuses():
         @records.dataclass
         class NoInit:
             a: int = dataclasses.field(default=1, init=False)
+
+
+def test_own_field_fields_and_replace_agree_with_the_standard_ones():
+    """records.field / fields / replace (what the model imports instead of dataclasses') against the standard
+    helpers, on a record class and on a standard one; the standard ones read a record class too."""
+    @records.dataclass(frozen=True)
+    class Light:
+        name: str
+        cc: str = "8.6"
+        aliases: List[str] = records.field(default_factory=list, compare=False)
+
+    @dataclasses.dataclass(frozen=True)
+    class Std:
+        name: str
+        cc: str = "8.6"
+        aliases: List[str] = dataclasses.field(default_factory=list, compare=False)
+
+    for cls in (Light, Std):
+        row = cls("A100", aliases=["a"])
+        assert [f.name for f in records.fields(row)] == [f.name for f in dataclasses.fields(row)] == \
+            ["name", "cc", "aliases"]
+        assert records.replace(row, cc="8.0") == dataclasses.replace(row, cc="8.0") == cls("A100", "8.0", ["a"])
+        assert records.replace(row, cc="8.0").aliases == ["a"]
+        by_name = {f.name: f for f in dataclasses.fields(cls)}
+        assert by_name["name"].default is dataclasses.MISSING and by_name["cc"].default == "8.6"
+        assert by_name["aliases"].default_factory is list and by_name["aliases"].compare is False
+        assert [records.has_default(f) for f in records.fields(cls)] == [False, True, True]
+        assert [records.default_of(f) for f in records.fields(cls)] == [records.NO_DEFAULT, "8.6", []]
+    assert dataclasses.asdict(Light("x")) == dataclasses.asdict(Std("x")) == {"name": "x", "cc": "8.6", "aliases": []}
+    with pytest.raises(TypeError):
+        records.fields(object())
+    with pytest.raises(ValueError):
+        records.field(default=1, default_factory=list)
+
+
+JUDGE = """
+import json, sys
+import envdoctor.doctor as doctor
+import envdoctor.probes, envdoctor.probes.pyenv, envdoctor.subproc
+from envdoctor.snapshot_io import load_snapshot
+snap = load_snapshot(sys.argv[1])
+prepared = doctor.prepare_judgement()
+report = doctor.build_report(snap, prepared=prepared)
+doc = doctor.findings_document(report, snap, prepared[0], strict=False, redact=True)
+for fmt in ("json", "text", "markdown", "sarif", "junit", "github", "prometheus"):
+    assert doctor.render_findings(doc, fmt)
+print(json.dumps(sorted(m for m in ("dataclasses", "inspect") if m in sys.modules)))
+"""
+
+
+def test_judging_and_the_probe_modules_never_import_dataclasses(tmp_path):
+    """Importing the dataclasses module imports inspect (ast, dis, tokenize): ~9 ms of every start (issue 18).
+    Loading a snapshot, judging it and rendering every format, with the probe modules imported, needs neither."""
+    import json
+    import subprocess
+    import sys
+
+    from .snapfactory import machine, torch
+
+    snap = machine(driver="550.54.15", driver_cuda="12.4", gpus=["NVIDIA A100-SXM4-80GB:8.0"],
+                   frameworks=[torch("2.5.1", cuda="12.4")])
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(snap.to_dict()))
+    proc = subprocess.run([sys.executable, "-c", JUDGE, str(path)], capture_output=True, text=True, cwd=str(tmp_path),
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == []

@@ -12,11 +12,10 @@ import mmap
 import os
 import stat
 import struct
-from dataclasses import field
 from typing import IO, TYPE_CHECKING, Dict, List, Optional, Tuple, cast
 
 from envdoctor.binaries import Unreadable
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 
 if TYPE_CHECKING:
     from elftools.elf.dynamic import DynamicTag

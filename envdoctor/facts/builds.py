@@ -13,7 +13,6 @@ CUDA each was built for and where that was read), `torch_cuda`, the matrices' va
 from __future__ import annotations
 
 import re
-from dataclasses import field
 from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
 from packaging.version import Version
@@ -24,7 +23,7 @@ from envdoctor.facts.platform import platform_key
 from envdoctor.facts.versions import major_minor as xy
 from envdoctor.facts.versions import parse_version
 from envdoctor.snapshot import Framework
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 
 if TYPE_CHECKING:  # facts never import envdoctor.rules at module level: that package imports every rule module
     from envdoctor.knowledge.matrices import Matrices

@@ -8,11 +8,10 @@ majors, none), `newest_arch`, `variant_serves_cc`. Compute capabilities are read
 from __future__ import annotations
 
 import re
-from dataclasses import field
 from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Tuple
 
 from envdoctor.facts.versions import cc_tuple
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 from envdoctor.snapshot import GPU, Snapshot
 
 if TYPE_CHECKING:  # facts never import envdoctor.rules at module level: that package imports every rule module

@@ -24,9 +24,10 @@ from __future__ import annotations
 import json
 import os
 import stat
-from dataclasses import MISSING
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from envdoctor.records import NO_DEFAULT, default_of
 
 from . import load as L
 from . import tables as T
@@ -110,8 +111,8 @@ def _encode(value: Any) -> Any:
         out: Dict[str, Any] = {_ROW: cls.__name__}
         for name, f in cls.__dataclass_fields__.items():
             v = getattr(value, name)
-            default = f.default if f.default_factory is MISSING else f.default_factory()
-            if default is MISSING or type(v) is not type(default) or v != default:  # a default is left out
+            default = default_of(f)
+            if default is NO_DEFAULT or type(v) is not type(default) or v != default:  # a default is left out
                 out[name] = _encode(v)
         return out
     if isinstance(value, list):

@@ -9,7 +9,6 @@ the driver layers (ED013-ED017); the engine keeps the first of equal severity as
 from __future__ import annotations
 
 import re
-from dataclasses import field
 from typing import List, Optional
 
 from envdoctor.facts.labels import driver_source
@@ -26,7 +25,7 @@ from envdoctor.facts.loader import (
 from envdoctor.facts.platform import package_family
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
 from envdoctor.rules.context import Context
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 
 VISIBLE_CAUSE = "cuda-visible-devices"
 
