@@ -194,3 +194,54 @@ def test_a_touched_table_is_judged_by_its_content(data, monkeypatch):
     changed = load_matrices(cache_dir=overlay, bundled_dir=bundled)
     assert changed.gpu_info("NVIDIA Z100-SXM4-80GB") is not None
     assert json.loads(C.cache_path().read_text())["key"] != old["key"]
+
+
+def _machines():
+    """A spread of fake machines: healthy, old driver, no driver, a Kepler GPU, WSL, tensorflow and jax builds, a
+    toolkit and cuDNN on disk, the snapshot this machine's probes took."""
+    from envdoctor.snapshot import Cudnn, Snapshot, Toolkit
+
+    from .snapfactory import jax, tensorflow
+
+    out = [
+        machine(driver="550.54.15", driver_cuda="12.4", gpus=["NVIDIA A100-SXM4-80GB:8.0"],
+                frameworks=[torch("2.5.1", cuda="12.4", cudnn="9.1.0")]),
+        machine(driver="470.82.01", driver_cuda="11.4", gpus=["Tesla T4:7.5", "Tesla T4:7.5"],
+                frameworks=[torch("2.3.1+cu121", cuda="12.1", cudnn="8.9.2")]),
+        machine(frameworks=[torch("2.1.2+cu121", cuda="12.1", cudnn="8.9.2")]),
+        machine(driver="535.104.05", driver_cuda="12.2", gpus=["Tesla K80:3.7"],
+                frameworks=[torch("2.1.2+cu121", cuda="12.1")], ld_library_path=["/usr/local/cuda-11.8/lib64"],
+                gpu_env={"CUDA_VISIBLE_DEVICES": ""}),
+        machine(driver="551.23", driver_cuda="12.4", gpus=["NVIDIA GeForce RTX 4090:8.9"], wsl=2,
+                frameworks=[torch("2.5.1", cuda="12.4")]),
+        machine(driver="535.104.05", driver_cuda="12.2", gpus=["NVIDIA H100 80GB HBM3:9.0"],
+                frameworks=[tensorflow("2.15.0", cuda="12.2", cudnn="8.9"), *jax("0.4.30", plugin="jax-cuda12-plugin")],
+                toolkits=[Toolkit(path="/usr/local/cuda-12.2", version="12.2.140", is_default=True)],
+                cudnn=[Cudnn(version="8.9.7", kind="header", path="/usr/include/cudnn_version.h")]),
+    ]
+    here = run("probe", "--format", "json")
+    if here.returncode == 0:
+        out.append(Snapshot.from_dict(json.loads(here.stdout)))
+    return out
+
+
+def test_reports_agree_from_the_toml_a_build_and_a_stat_hit(data, monkeypatch):
+    """Every report is the same whether the data came from the TOML (no cache), from a build that stored the
+    cache, or from a hit the stat key alone allowed (the straightforward path against the fast one)."""
+    from envdoctor import doctor
+    from envdoctor.rules.engine import COMMAND_FAMILIES, select_rules
+
+    bundled, overlay = data
+    rules = select_rules(families=COMMAND_FAMILIES["check"], command="check")
+    machines = _machines()
+    assert len(machines) >= 6
+    monkeypatch.setenv("ENVDOCTOR_NO_PARSE_CACHE", "1")
+    plain = load_matrices(cache_dir=overlay, bundled_dir=bundled)
+    monkeypatch.delenv("ENVDOCTOR_NO_PARSE_CACHE")
+    built = load_matrices(cache_dir=overlay, bundled_dir=bundled)
+    _no_content_read(monkeypatch)
+    hit = load_matrices(cache_dir=overlay, bundled_dir=bundled)
+    for snap in machines:
+        reports = [doctor.build_report(snap, prepared=(rules, m, list(m.warnings))) for m in (plain, built, hit)]
+        docs = [json.dumps([f.to_dict() for f in r.findings]) for r in reports]
+        assert docs[0] == docs[1] == docs[2]
