@@ -87,22 +87,29 @@ def _digest(bundled: Path, cache: Path) -> Optional[str]:
 
 def _stat_key(bundled: Path, cache: Path) -> Optional[str]:
     """A key of the same inputs as :func:`_digest` from their ``os.stat`` facts alone (nothing is read), or None
-    when one cannot be stat'ed for another reason than its absence."""
-    h = L.sha256(_header(bundled, cache))
-    paths = [Path(str(m.__file__)) for m in _modules()] + list(_tables(bundled, cache))
+    when one cannot be stat'ed for another reason than its absence. The facts themselves (a few kilobytes in the
+    entry), compared as they are: nothing to hash."""
+    return stat_facts([str(m.__file__) for m in _modules()] + [str(p) for p in _tables(bundled, cache)],
+                      _header(bundled, cache).decode())
+
+
+def stat_facts(paths: List[str], head: str = "") -> Optional[str]:
+    """``head`` and (path, size, mtime_ns, inode, device) of each file ("none" when absent or not a regular file),
+    as one string; None when one cannot be stat'ed for another reason."""
+    out = [head]
     for path in paths:
         try:
             st = os.stat(path)
         except FileNotFoundError:
-            h.update(f"\0{path}:none\0".encode())
+            out.append(f"{path}:none")
             continue
         except OSError:
             return None
         if not stat.S_ISREG(st.st_mode):
-            h.update(f"\0{path}:none\0".encode())
+            out.append(f"{path}:none")
             continue
-        h.update(f"\0{path}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_dev}\0".encode())
-    return h.hexdigest()
+        out.append(f"{path}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_dev}")
+    return "\n".join(out)
 
 
 def _encode(value: Any) -> Any:
