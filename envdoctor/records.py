@@ -91,7 +91,7 @@ class Field:
     def _field_type(self) -> Any:  # the marker dataclasses.fields() selects on
         import dataclasses
 
-        return dataclasses._FIELD  # type: ignore[attr-defined]
+        return dataclasses._FIELD  # type: ignore[attr-defined]  # a private marker typeshed does not list
 
     def __repr__(self) -> str:
         return (f"Field(name={self.name!r},type={self.type!r},default={self._default!r},"
