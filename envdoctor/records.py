@@ -26,7 +26,7 @@ import sys
 from types import MappingProxyType, SimpleNamespace
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, TypeVar, Union, overload
 
-__all__ = ["dataclass", "light_dataclass", "field", "fields", "replace", "Field", "NO_DEFAULT", "default_of",
+__all__ = ["asdict", "dataclass", "light_dataclass", "field", "fields", "replace", "Field", "NO_DEFAULT", "default_of",
            "has_default"]
 
 C = TypeVar("C", bound=type)
@@ -155,6 +155,40 @@ def _light_replace(obj: Any, **changes: Any) -> Any:
         if name not in changes:
             changes[name] = getattr(obj, name)
     return obj.__class__(**changes)
+
+
+class _NotPlain(Exception):
+    pass
+
+
+def _light_asdict(obj: Any) -> Dict[str, Any]:
+    """``dataclasses.asdict`` for records whose values are plain data (str, int, float, bool, None; lists, tuples
+    and dicts of them; other records): the same dict without importing dataclasses; anything else (a value the
+    standard one would deep-copy) goes to the standard one."""
+    if not hasattr(type(obj), "__dataclass_fields__") or isinstance(obj, type):
+        raise TypeError("asdict() should be called on dataclass instances")
+
+    def convert(v: Any) -> Any:
+        kind = type(v)
+        if v is None or kind in (str, int, float, bool):
+            return v
+        if kind is list:
+            return [convert(x) for x in v]
+        if kind is tuple:
+            return tuple(convert(x) for x in v)
+        if kind is dict:
+            return {convert(k): convert(x) for k, x in v.items()}
+        found = getattr(kind, "__dataclass_fields__", None)
+        if found is not None and all(type(f) is Field for f in found.values()):
+            return {name: convert(getattr(v, name)) for name in found}
+        raise _NotPlain
+
+    try:
+        return convert(obj)
+    except _NotPlain:
+        import dataclasses
+
+        return dataclasses.asdict(obj)
 
 
 def _own_fields(cls: type) -> Dict[str, Field]:
@@ -290,8 +324,9 @@ def _process(cls: C, frozen: bool) -> C:
 
 
 if TYPE_CHECKING:  # type checkers see the standard decorator and helpers, whose behaviour these have
-    from dataclasses import dataclass, field, fields, replace
+    from dataclasses import asdict, dataclass, field, fields, replace
 else:
+    asdict = _light_asdict
     dataclass = light_dataclass
     field = _light_field
     fields = _light_fields

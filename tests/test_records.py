@@ -174,8 +174,9 @@ def test_own_field_fields_and_replace_agree_with_the_standard_ones():
 JUDGE = """
 import json, sys
 import envdoctor.doctor as doctor
-import envdoctor.probes, envdoctor.probes.pyenv, envdoctor.subproc
 from envdoctor.snapshot_io import load_snapshot
+live = doctor.obtain_snapshot(None, None, None, 5.0)  # every probe of this machine, as check runs them
+assert live.probes
 snap = load_snapshot(sys.argv[1])
 prepared = doctor.prepare_judgement()
 report = doctor.build_report(snap, prepared=prepared)
@@ -186,9 +187,9 @@ print(json.dumps(sorted(m for m in ("dataclasses", "inspect") if m in sys.module
 """
 
 
-def test_judging_and_the_probe_modules_never_import_dataclasses(tmp_path):
+def test_probing_judging_and_rendering_never_import_dataclasses(tmp_path):
     """Importing the dataclasses module imports inspect (ast, dis, tokenize): ~9 ms of every start (issue 18).
-    Loading a snapshot, judging it and rendering every format, with the probe modules imported, needs neither."""
+    Probing this machine, loading a snapshot, judging it and rendering every format needs neither."""
     import json
     import subprocess
     import sys
@@ -203,3 +204,33 @@ def test_judging_and_the_probe_modules_never_import_dataclasses(tmp_path):
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == []
+
+
+def test_own_asdict_agrees_with_the_standard_one():
+    """records.asdict (what the binaries scan cache writes with) gives dataclasses.asdict's dict for nested
+    records, lists, tuples and dicts of plain values, and hands anything else to the standard one."""
+    from envdoctor.binaries.scan import FileScan
+
+    @records.dataclass
+    class Inner:
+        name: str
+        tags: List[str] = records.field(default_factory=list)
+
+    @records.dataclass
+    class Outer:
+        inner: Inner
+        pairs: Dict[str, Optional[int]] = records.field(default_factory=dict)
+        seq: tuple = ()
+        other: object = None
+
+    row = Outer(Inner("a", ["x"]), {"k": 1, "n": None}, (Inner("b"), 2.5, True))
+    assert records.asdict(row) == dataclasses.asdict(row)
+    assert type(records.asdict(row)["seq"]) is tuple
+    odd = Outer(Inner("c"), other={1, 2})  # a set: the standard one deep-copies it
+    assert records.asdict(odd) == dataclasses.asdict(odd) and records.asdict(odd)["other"] is not odd.other
+    scan = FileScan(cuda=True, machine="x86_64", elfclass=64, sass=["sm_80", "sm_90"], ptx=["compute_90"],
+                    ptx_isa={"compute_90": "8.4"}, entries=3, needed=["libcudart.so.12"], soname="libx.so")
+    assert records.asdict(scan) == dataclasses.asdict(scan)
+    assert FileScan.from_dict(records.asdict(scan)) == scan
+    with pytest.raises(TypeError):
+        records.asdict(Inner)
