@@ -24,7 +24,7 @@ import threading
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # (typing itself is not imported at run time here)
     from types import FrameType
-    from typing import Any, Callable, Dict, List, NoReturn, Optional
+    from typing import Any, Callable, Dict, List, NoReturn, Optional, Tuple
 
 FAST_OFF = "ENVDOCTOR_NO_FAST_ARGV"
 COMPLETE_VAR = "_ENVDOCTOR_COMPLETE"  # click's shell-completion request for prog_name "envdoctor"
@@ -44,7 +44,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         raise
 
 
-def fast_line(argv: List[str]) -> Optional[tuple]:
+def fast_line(argv: List[str]) -> Optional[Tuple[str, Dict[str, Any]]]:
     """(command, params) when `argv` takes the fast door, else None (click's door)."""
     if os.environ.get(FAST_OFF) or os.environ.get(COMPLETE_VAR) or os.name == "nt":  # (click expands globs there)
         return None
@@ -59,10 +59,8 @@ def _dispatch(argv: Optional[List[str]]) -> NoReturn:
         from envdoctor.cli import click_main
 
         finish(lambda: click_main(argv))
-    import envdoctor.commands_run as bodies
-
     name, params = line
-    finish(lambda: _as_click_calls(getattr(bodies, name), params))
+    finish(lambda: _as_click_calls(name, params))
 
 
 class Aborted(Exception):
@@ -86,11 +84,13 @@ class _Pacified:
         return getattr(self.wrapped, attr)
 
 
-def _as_click_calls(body: Callable[..., Any], params: Dict[str, Any]) -> Any:
-    """Run a command's body as click's ``main`` runs its callback: Ctrl-C or the end of stdin end the line on
-    stderr and abort; a closed stdout exits 1 quietly."""
+def _as_click_calls(name: str, params: Dict[str, Any]) -> Any:
+    """Run command `name`'s body (envdoctor.commands_run) as click's ``main`` imports and runs a command: Ctrl-C
+    or the end of stdin end the line on stderr and abort; a closed stdout exits 1 quietly."""
     try:
-        return body(**params)
+        import envdoctor.commands_run as bodies
+
+        return getattr(bodies, name)(**params)
     except (EOFError, KeyboardInterrupt) as exc:
         say(None)  # the blank line closes the terminal's ^C echo
         raise Aborted() from exc
