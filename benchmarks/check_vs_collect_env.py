@@ -46,7 +46,7 @@ import envdoctor.entry as entry
 import envdoctor.commands_run as commands
 import envdoctor.doctor as doctor
 mark = {"import": time.perf_counter()}
-spent = {"data": 0.0, "select": 0.0, "probes": 0.0, "rules": 0.0, "emit": 0.0}
+spent = {"data": 0.0, "select": 0.0, "probes": 0.0, "rules": 0.0, "emit": 0.0, "callback": 0.0}
 box = {}
 
 def timed(name, fn):
@@ -136,9 +136,11 @@ def breakdown(interpreter, args, env, rounds):
             start = time.perf_counter()
             # a blocking wait: subprocess.run(timeout=...) polls with sleeps of up to 50 ms, which the old
             # "start+exit" phase counted
-            subprocess.Popen([interpreter, "-c", PHASES, *args], env=dict(env, BENCH_OUT=out), cwd=tmp,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).wait()
+            rc = subprocess.Popen([interpreter, "-c", PHASES, *args], env=dict(env, BENCH_OUT=out), cwd=tmp,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).wait()
             wall = time.perf_counter() - start
+            if rc not in (0, 1):  # a failed run's phases are not check's (the harness itself once failed unseen)
+                raise SystemExit(f"the timed check failed ({rc}): run {' '.join(args)} with the PHASES code to see why")
             with open(out) as f:
                 phases = json.load(f)
             phases["start"] = wall - phases["total"]
