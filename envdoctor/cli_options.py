@@ -154,7 +154,9 @@ COMPLETERS = {"rule_ids": complete_rule_ids}
 
 
 def click_option(o: cli_spec.Opt) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """The click option declared by `o` (envdoctor.cli_spec: the fast parser reads the same row)."""
+    """The click option (or argument) declared by `o` (envdoctor.cli_spec: the fast parser reads the same row)."""
+    if o.argument:
+        return click.argument(o.dest, shell_complete=COMPLETERS[o.complete] if o.complete else None)
     kwargs: Dict[str, Any] = {"metavar": o.metavar, "help": o.help}
     if o.default is not None:  # (click's own default is a sentinel, not None)
         kwargs["default"] = o.default

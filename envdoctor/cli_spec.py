@@ -1,13 +1,14 @@
-"""The options of `check` and `probe` (and the shared machine / --force / --format options) as data, and a small
-parser over that data for the plain command lines (issue 18: `check` starts without importing click).
+"""The options of `check`, `probe`, `rules` and `explain` (and the shared machine / --force / --format options) as
+data, and a small parser over that data for the plain command lines (issue 18: `check` starts without importing
+click).
 
 One declaration, two readers: envdoctor.cli_options builds the click options from these :class:`Opt` rows (so
 help, completion and every error message stay click's), and :func:`parse` reads an argv with them when the line is
 in its small subset: long options (``--x v``, ``--x=v``), the short ``-o FILE`` and ``-v``, flags, repeated
-options, choices, a number of seconds, a final ``--``. Anything else (an unknown option, ``-h`` / ``--help``, a
-missing value, a bad choice or number, a positional argument, combined short flags) gives None, and click parses
-the line as before, so a user sees click's answer. tests/test_fast_argv.py checks that whenever :func:`parse`
-answers, its params are the ones click's own parse gives.
+options, choices, a number of seconds, explain's one argument, ``--``. Anything else (an unknown option, ``-h`` /
+``--help``, a missing value, a bad choice or number, a missing or extra argument, combined short flags) gives None,
+and click parses the line as before, so a user sees click's answer. tests/test_fast_argv.py checks that whenever
+:func:`parse` answers, its params are the ones click's own parse gives.
 
 Click-free and light: imported before anything else by every start of ``envdoctor`` (envdoctor.entry).
 """
@@ -31,19 +32,20 @@ class Opt:
 
     ``kind``: ``"text"`` (a string), ``"seconds"`` (a finite number within ``bounds``), ``"choice"`` (one of
     ``choices``) or ``"format"`` (a name of envdoctor.formats.registry.FORMATS as it is when the line is parsed).
-    ``complete``: the name of a completion callback in envdoctor.cli_options.COMPLETERS.
+    ``complete``: the name of a completion callback in envdoctor.cli_options.COMPLETERS. ``argument``: a
+    required positional argument (no decls; click.argument), in the order of the command's rows.
     """
 
     __slots__ = ("decls", "dest", "flag", "multiple", "kind", "bounds", "choices", "default", "metavar", "help",
-                 "show_default", "complete")
+                 "show_default", "complete", "argument")
 
     def __init__(self, *decls: str, dest: str, flag: bool = False, multiple: bool = False, kind: str = "text",
                  bounds: Tuple[float, ...] = (), choices: Tuple[str, ...] = (), default: Any = None,
                  metavar: Optional[str] = None, help: Optional[str] = None, show_default: bool = False,
-                 complete: Optional[str] = None) -> None:
+                 complete: Optional[str] = None, argument: bool = False) -> None:
         self.decls, self.dest, self.flag, self.multiple, self.kind = decls, dest, flag, multiple, kind
         self.bounds, self.choices, self.default, self.metavar, self.help = bounds, choices, default, metavar, help
-        self.show_default, self.complete = show_default, complete
+        self.show_default, self.complete, self.argument = show_default, complete, argument
 
     def initial(self) -> Any:
         """The value click gives when the option is absent."""
@@ -103,7 +105,8 @@ def format_opt(default: str = "text") -> Opt:
                help="Output format (the formats registered in envdoctor.formats.registry).")
 
 
-FORMATS_PROBE = ("text", "json")
+# probe's, rules' and explain's --format
+TEXT_OR_JSON = Opt("--format", dest="fmt", kind="choice", choices=("text", "json"), default="text", show_default=True)
 
 CHECK = MACHINE + (
     format_opt(),
@@ -126,7 +129,7 @@ CHECK = MACHINE + (
 )
 
 PROBE = MACHINE + (
-    Opt("--format", dest="fmt", kind="choice", choices=FORMATS_PROBE, default="text", show_default=True),
+    TEXT_OR_JSON,
     Opt("-o", "--output", dest="output", metavar="FILE",
         help="Write the snapshot to FILE (atomically) instead of stdout (with --fleet, %N in FILE stands for the "
              "node name)."),
@@ -140,35 +143,41 @@ PROBE = MACHINE + (
         help="Also read the environment of every Jupyter kernel's interpreter (and the VS Code one)."),
 )
 
+RULES = (TEXT_OR_JSON,)
+EXPLAIN = (Opt(dest="rule_id", argument=True, complete="rule_ids"), TEXT_OR_JSON)
+
 # the commands the fast parser knows
-COMMANDS = {"check": CHECK, "probe": PROBE}
+COMMANDS = {"check": CHECK, "probe": PROBE, "rules": RULES, "explain": EXPLAIN}
 
 
 # --------------------------------------------------------------------------- the parser
 
 
 def parse(argv: List[str]) -> Optional[Tuple[str, Dict[str, Any]]]:
-    """(command, params) for ``envdoctor ARGV`` when it is a plain `check` / `probe` line, the params exactly as
-    click would pass them to the command; None for anything else (click then parses it)."""
+    """(command, params) for ``envdoctor ARGV`` when it is a plain line of a command in COMMANDS, the params
+    exactly as click would pass them to the command; None for anything else (click then parses it)."""
     if not argv or argv[0] not in COMMANDS:
         return None
     opts = COMMANDS[argv[0]]
     names = {decl: o for o in opts for decl in o.decls}
     params: Dict[str, Any] = {o.dest: o.initial() for o in opts}
+    positional: List[str] = []
     rest = argv[1:]
     i = 0
     while i < len(rest):
         arg = rest[i]
         i += 1
-        if arg == "--":
-            if i < len(rest):  # positional arguments: click's "unexpected extra argument"
-                return None
+        if arg == "--":  # the rest is positional
+            positional += rest[i:]
             break
         if arg.startswith("--"):
             name, eq, text = arg.partition("=")
         elif arg in ("-o", "-v"):
             name, eq, text = arg, "", ""
-        else:  # a positional argument, combined or attached short options, "-"
+        elif not arg.startswith("-"):
+            positional.append(arg)
+            continue
+        else:  # combined or attached short options, "-"
             return None
         o = names.get(name)
         if o is None:
@@ -187,4 +196,9 @@ def parse(argv: List[str]) -> Optional[Tuple[str, Dict[str, Any]]]:
         if value is BAD:
             return None
         params[o.dest] = params[o.dest] + (value,) if o.multiple else value
+    arguments = [o for o in opts if o.argument]
+    if len(positional) != len(arguments):  # click: a missing argument, or an unexpected extra one
+        return None
+    for o, text in zip(arguments, positional):
+        params[o.dest] = text
     return argv[0], params

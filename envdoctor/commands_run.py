@@ -1,6 +1,7 @@
-"""The bodies of `check` and `probe`, without click: one body, two front doors. The click commands' callbacks
-(envdoctor.commands.check, envdoctor.cli.probe) call these with the params click parsed, and envdoctor.entry calls
-them with the params envdoctor.cli_spec.parse read from a plain command line (no click imported at all).
+"""The bodies of `check`, `probe`, `rules` and `explain`, without click: one body, two front doors. The click
+commands' callbacks (envdoctor.commands, envdoctor.cli.probe) call these with the params click parsed, and
+envdoctor.entry calls them with the params envdoctor.cli_spec.parse read from a plain command line (no click
+imported at all).
 
 The first thing each body does is start the probes' first commands (envdoctor.doctor.prefetch), so they run while
 the rules are imported and the data loaded (issue 18); both doors get that.
@@ -12,7 +13,7 @@ import sys
 from typing import Optional, Tuple
 
 from envdoctor import doctor
-from envdoctor.emit import emit
+from envdoctor.emit import emit, write_stdout
 from envdoctor.errors import BadInput
 
 
@@ -64,3 +65,29 @@ def probe(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Op
 
         emit(render_snapshot_text(Snapshot.from_dict(data)), output, force_output, redact=not no_redact,
              snapshot=snap)
+
+
+def rules(fmt: str) -> None:
+    """`envdoctor rules`: every rule of every family, as text lines or JSON."""
+    from envdoctor.rules.catalogue import rule_dict
+    from envdoctor.rules.engine import all_rules
+    from envdoctor.snapshot_io import dump_json
+
+    found = all_rules()
+    if fmt == "json":
+        write_stdout(dump_json({"rules": [rule_dict(r) for r in found]}))
+        return
+    for r in found:
+        write_stdout(f"{r.id}  {r.severity:<7}  {r.name:<34}  {r.title}")
+
+
+def explain(rule_id: str, fmt: str) -> None:
+    """`envdoctor explain ID`: a rule's rationale, example, fix, references and source file."""
+    from envdoctor.rules.catalogue import explain_text, rule_dict
+    from envdoctor.snapshot_io import dump_json
+
+    r = doctor.find_rule(rule_id)
+    if fmt == "json":
+        write_stdout(dump_json(rule_dict(r)))
+    else:
+        sys.stdout.write(explain_text(r))

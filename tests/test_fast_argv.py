@@ -1,5 +1,5 @@
-"""The fast door (issue 18): a plain `check` / `probe` line is parsed by envdoctor.cli_spec and runs its body
-without importing click; everything else goes to click as before.
+"""The fast door (issue 18): a plain `check` / `probe` / `rules` / `explain` line is parsed by envdoctor.cli_spec
+and runs its body without importing click; everything else goes to click as before.
 
 - agreement: whenever the fast parser answers, its params are exactly what click's own parse of the same line
   gives (hypothesis over many lines, derandomized; a longer run is marked slow);
@@ -29,13 +29,15 @@ from envdoctor import cli_spec
 from envdoctor.cli import cli as group
 from envdoctor.cli import probe as probe_cmd
 from envdoctor.commands import check as check_cmd
+from envdoctor.commands import explain as explain_cmd
+from envdoctor.commands import rules_cmd
 
 from .fakes import make_exe, write
 from .snapfactory import machine, torch
 
 ROOT = Path(__file__).resolve().parent.parent
 NVIDIA = Path(__file__).parent / "fixtures" / "nvidia"
-CLICK = {"check": check_cmd, "probe": probe_cmd}
+CLICK = {"check": check_cmd, "probe": probe_cmd, "rules": rules_cmd, "explain": explain_cmd}
 
 
 # --------------------------------------------------------------------------- agreement with click
@@ -73,11 +75,13 @@ NOISE = ["-h", "--help", "--bogus", "-x", "-vo", "-ov", "-oFILE", "-vv", "-", "-
 
 @st.composite
 def lines(draw) -> List[str]:
-    """`envdoctor check|probe ...`: mostly its own options with fitting values, some of the other command's,
-    some noise; so both what the fast parser takes and what it must leave to click are drawn."""
+    """`envdoctor check|probe|rules|explain ...`: mostly its own options with fitting values, some of the other
+    commands', some noise; so both what the fast parser takes and what it must leave to click are drawn."""
     name = draw(st.sampled_from(sorted(cli_spec.COMMANDS)))
-    opts = [o for spec in (cli_spec.COMMANDS[name], cli_spec.CHECK, cli_spec.PROBE) for o in spec]
+    opts = [o for spec in (cli_spec.COMMANDS[name], cli_spec.CHECK, cli_spec.PROBE) for o in spec if not o.argument]
     argv = [name]
+    if name == "explain" and draw(st.integers(0, 4)):
+        argv.append(draw(st.sampled_from(["ED100", "ed701", "ED999", "", "x", "--", "-", "--format", "-h"])))
     for _ in range(draw(st.integers(0, 7))):
         o = draw(st.sampled_from(opts))
         decl = draw(st.sampled_from(o.decls))
@@ -118,14 +122,18 @@ PLAIN = [
     ["check", "--format", "prometheus", "--python="],
     ["probe", "--format", "json", "-o", "%N.json", "--fleet", "--node-name", "n1", "--kernels", "--timeout=0.1"],
     ["probe", "--root", "/mnt", "--snapshot", "x", "--no-redact", "--force", "--output=-"],
+    ["rules"], ["rules", "--format", "json"], ["explain", "ED100"], ["explain", "--format=json", "ed701"],
+    ["explain", "--format", "text", "--", "-x"], ["explain", "", "--format", "json"],
 ]
 LEFT_TO_CLICK = [
-    [], ["--help"], ["-h"], ["--version"], ["rules"], ["gate", "requirements.txt"], ["check", "-h"],
+    [], ["--help"], ["-h"], ["--version"], ["matrices", "list"], ["gate", "requirements.txt"], ["check", "-h"],
     ["check", "--help"], ["check", "--bogus"], ["check", "--format", "JSON"], ["check", "--format"],
     ["check", "--timeout", "nan"], ["check", "--timeout", "0.05"], ["check", "--timeout", "1e999"],
     ["check", "--timeout", "\u0661\u0662"], ["check", "extra"], ["check", "--", "extra"], ["check", "-vo", "x"],
     ["check", "-oFILE"], ["check", "--strict=1"], ["check", "--form", "json"], ["probe", "--strict"],
     ["probe", "--format", "markdown"], ["check", "--fleet"], ["check", "-"], ["probe", "-v"],
+    ["rules", "x"], ["rules", "--format", "markdown"], ["rules", "-o", "x"], ["explain"], ["explain", "a", "b"],
+    ["explain", "--format", "json"], ["explain", "-"], ["explain", "ED100", "--", "x"],
 ]
 
 
@@ -143,7 +151,7 @@ def test_click_reads_no_environment_for_these_options():
     """The fast parser reads no variable: right only while click reads none either for check's and probe's
     options (no envvar, no auto_envvar_prefix); shell completion is click's and keeps its door (see below)."""
     for name, cmd in CLICK.items():
-        assert cmd.make_context(name, []).auto_envvar_prefix is None
+        assert cmd.make_context(name, [], resilient_parsing=True).auto_envvar_prefix is None
         assert group.context_settings.get("auto_envvar_prefix") is None
         assert [p.name for p in cmd.params if getattr(p, "envvar", None)] == []
 
@@ -151,8 +159,10 @@ def test_click_reads_no_environment_for_these_options():
 def test_the_click_commands_are_built_from_the_spec():
     """One declaration: every click option of check and probe is a row of cli_spec, in the same order."""
     for name, cmd in CLICK.items():
-        declared = [(o.dest, sorted(o.decls), o.flag, o.multiple) for o in cli_spec.COMMANDS[name]]
-        built = [(p.name, sorted(p.opts), p.is_flag, p.multiple) for p in cmd.params if p.name != "help"]
+        declared = [(o.dest, sorted(o.decls) or [o.dest], o.flag, o.multiple, o.argument)
+                    for o in cli_spec.COMMANDS[name]]
+        built = [(p.name, sorted(p.opts), getattr(p, "is_flag", False), p.multiple, p.param_type_name == "argument")
+                 for p in cmd.params if p.name != "help"]
         assert built == declared, name
 
 
@@ -280,6 +290,11 @@ CASES = [
     "probe --python {missing} --format json",
     "check --python {python} --format json",
     "check --snapshot {ok} --format JSON",  # click's door on both: its one-line error
+    "rules",
+    "rules --format json",
+    "explain ED100",
+    "explain --format=json ed701",
+    "explain ED999",
 ]
 
 
