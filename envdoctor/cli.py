@@ -6,7 +6,9 @@ Every failure reaches the user as one line on stderr, never a traceback
 (set ENVDOCTOR_DEBUG=1 to see one).
 
 This module and every command's ``cli.py`` only translate options: the work is in envdoctor.doctor and each
-command's core. Imports inside functions here are for start-up speed: a command's module, the snapshot model and
+command's core. The process entry (signals, the one-line errors, the quick exit) is envdoctor.entry, which sends a
+plain `check` / `probe` / `rules` / `explain` line straight to its body (envdoctor.commands_run) without click;
+every other line comes here (:func:`click_main`). Imports inside functions here are for start-up speed: a command's module, the snapshot model and
 the subprocess module load only when used.
 """
 from __future__ import annotations
