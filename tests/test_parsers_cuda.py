@@ -4,6 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from packaging.version import Version
 
 from envdoctor.parsers.cuda_version import (
@@ -300,3 +302,26 @@ def test_rocm_garbage(junk):
     assert parse_amd_smi_static(junk) == []
     assert parse_rocm_info_version(junk) is None
     assert parse_rocm_version_h(junk) is None
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.text(alphabet="0123456789", min_size=1, max_size=6), min_size=1, max_size=5),
+       st.sampled_from(["", " ", "\n", "x", "+cu121", ".", "-1"]))
+def test_major_minor_is_the_series_facts_versions_gives(parts, tail):
+    """cuda_version.major_minor computes the series itself (no packaging at the probes' import, issue 18):
+    the same answer as envdoctor.facts.versions.major_minor for every version it accepts, None otherwise."""
+    from envdoctor.facts import versions
+
+    text = ".".join(parts) + tail
+    got = major_minor(text)
+    if 2 <= len(parts) <= 4 and tail.strip() == "":
+        assert got == versions.major_minor(text.strip())
+    else:
+        assert got is None
+
+
+def test_major_minor_on_real_versions():
+    from envdoctor.facts import versions
+
+    for text in ("13.0.88", "12.4", "11.8.20220929", "12.04.1", "013.0", "9.2.148.1"):
+        assert major_minor(text) == versions.major_minor(text) and major_minor(text) is not None

@@ -198,3 +198,54 @@ def test_this_machine_loader_and_cudnn():
     assert any(lib.name == "libcudart" and lib.via == "ldconfig" and lib.path.startswith("/usr/local/cuda-13.0/")
                for lib in snap.loader.libraries)
     assert Snapshot.from_dict(snap.to_dict()) == snap
+
+
+# ------------------------------------------------------------------ one parse of `ldconfig -p` per run (issue 18)
+
+def _count_parses(monkeypatch):
+    calls = []
+    real = loader.parse_ldconfig_p
+
+    def spy(text):
+        calls.append(1)
+        return real(text)
+
+    monkeypatch.setattr(loader, "parse_ldconfig_p", spy)
+    return calls
+
+
+def test_loader_and_cudnn_share_one_parse_of_ldconfig_p(tmp_path, monkeypatch):
+    """One probing run parses `ldconfig -p` once for both probes; each finds what it found parsing it itself."""
+    bindir = tmp_path / "bin"
+    make_exe(bindir / "ldconfig", f"exec /bin/cat {FIX / 'ldconfig/ldconfig_p_cudnn4_nvidia_docker_53.txt'}")
+    env = {"PATH": str(bindir)}
+    calls = _count_parses(monkeypatch)
+    alone_loader, alone_cudnn = run_loader(ProbeContext(root=Root("/"), env=env)), run_cudnn(ProbeContext(root=Root("/"), env=env))
+    assert len(calls) == 2  # two runs: two parses
+    shared = ProbeContext(root=Root("/"), env=env)
+    both = Snapshot()
+    loader.probe(shared, both)
+    cudnn.probe(shared, both)
+    assert len(calls) == 3  # one run: one parse
+    assert both.loader == alone_loader.loader and both.cudnn == alone_cudnn.cudnn
+    assert any(lib.path == "/usr/lib/x86_64-linux-gnu/libcudnn.so.4" for lib in both.loader.libraries)
+
+
+def test_an_unreadable_ldconfig_p_is_said_by_the_loader_only(tmp_path, monkeypatch):
+    """As probes._parsed.parsed said it before the parse was shared: the loader's evidence, nothing from cudnn."""
+    from envdoctor.parsers import ParseError
+
+    def too_large(text):
+        raise ParseError("input too large")
+
+    monkeypatch.setattr(loader, "parse_ldconfig_p", too_large)
+    bindir = tmp_path / "bin"
+    make_exe(bindir / "ldconfig", f"exec /bin/cat {FIX / 'ldconfig/ldconfig_p_cudnn4_nvidia_docker_53.txt'}")
+    ctx = ProbeContext(root=Root("/"), env={"PATH": str(bindir)})
+    snap = Snapshot()
+    cudnn.probe(ctx, snap)
+    loader.probe(ctx, snap)
+    said = [e for e in snap.loader.evidence if e.excerpt == "could not read: input too large"]
+    assert len(said) == 1 and said[0].source.startswith("cmd:") and said[0].source.endswith("ldconfig -p")
+    assert not any(lib.via == "ldconfig" for lib in snap.loader.libraries)
+    assert not any("could not read" in e.excerpt for c in snap.cudnn for e in c.evidence)

@@ -145,9 +145,10 @@ class BinaryCache:
             except (OSError, ValueError):
                 pass
 
-    def scan(self, path: str) -> FileScan:
+    def scan(self, path: str, st: Optional[os.stat_result] = None) -> FileScan:
+        """scan_file(path), from the cache while the file is unchanged; `st` as elf.file_key takes it."""
         try:
-            real, size, mtime, ino = file_key(path)
+            real, size, mtime, ino = file_key(path, st)
         except Unreadable as exc:
             return FileScan(unreadable=str(exc))
         key = [size, mtime, ino]

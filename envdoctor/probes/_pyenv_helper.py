@@ -64,16 +64,24 @@ def normalize(name):
 
 
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+# the same escapes as a str.translate table over ASCII: what _string's loop writes for each ASCII character
+_ASCII_TABLE = dict((code, _ESCAPES.get(chr(code), "\\u%04x" % code)) for code in list(range(0x20)) + [0x7F])
+_ASCII_TABLE.update((ord(ch), esc) for ch, esc in _ESCAPES.items())
 
 
 def _string(text):
     """A JSON string as json.dumps(text, ensure_ascii=True) writes it."""
+    try:
+        text.encode("ascii")
+    except UnicodeEncodeError:
+        return _string_loop(text)
     if text.isprintable() and '"' not in text and "\\" not in text:
-        try:
-            text.encode("ascii")
-            return '"' + text + '"'  # nothing to escape (the common case: names, versions, paths)
-        except UnicodeEncodeError:
-            pass
+        return '"' + text + '"'  # nothing to escape (the common case: names, versions, paths)
+    return '"' + text.translate(_ASCII_TABLE) + '"'  # the version files' texts: at C speed, not a loop (issue 18)
+
+
+def _string_loop(text):
+    """_string character by character: any text (non-ASCII ones are written as \\u escapes)."""
     out = ['"']
     for ch in text:
         code = ord(ch)

@@ -21,10 +21,10 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from envdoctor.parsers.cuda_version import parse_dist_info_name
 from envdoctor.parsers.cudnn_header import parse_cudnn_header
-from envdoctor.parsers.ldconfig import parse_ldconfig_p
 from envdoctor.parsers.libname import more_precise, split_libname
 from envdoctor.probes._parsed import parsed as _parsed
 from envdoctor.probes.base import ProbeContext
+from envdoctor.probes.loader import ldconfig_entries
 from envdoctor.probes.toolkits import is_dir, is_file, read_text, resolve_path, site_package_dirs
 from envdoctor.snapshot import Cudnn, Evidence, Snapshot
 
@@ -99,7 +99,7 @@ def _library_candidates(ctx: ProbeContext, snap: Snapshot) -> List[Tuple[str, st
     if ctx.root.is_live:
         res = ctx.ldconfig_p()
         if res is not None and res.ok:
-            for entry in _parsed([], "cmd:ldconfig -p", parse_ldconfig_p, res.stdout, default=[]):
+            for entry in ldconfig_entries(ctx, res)[0]:  # a ParseError leaves no evidence here (the loader says it)
                 parts = split_libname(entry.soname)
                 if parts and parts[0] == "libcudnn":
                     out.append((entry.path, "cmd:ldconfig -p"))

@@ -57,8 +57,6 @@ import threading
 from dataclasses import field
 from typing import Any, Dict, List, Optional, Tuple
 
-from packaging.version import InvalidVersion, Version
-
 from envdoctor.parsers.nvidia_smi import (
     SmiBanner,
     SmiFailure,
@@ -131,6 +129,8 @@ def _cmd_excerpt(res: CmdResult) -> str:
 
 
 def _same_version(a: str, b: str) -> bool:
+    from packaging.version import InvalidVersion, Version  # only with a driver to compare: not at import (issue 18)
+
     try:
         return Version(a) == Version(b)
     except InvalidVersion:
