@@ -254,7 +254,8 @@ def test_an_unreadable_ldconfig_p_is_said_by_the_loader_only(tmp_path, monkeypat
 # ------------------------------------------------------------------ glob_in: one listing, the globs' answers (issue 18)
 
 GLOB_CASES = [cudnn.HEADER_NAMES, ("libcudnn.so*",), tuple(f"{n}.so*" for n in loader.LIB_NAMES),
-              ("nvidia_cudnn*.dist-info",), (".hidden*", "*", "[lx]ib*.so.?", "plain.h", "missing.h", ".dot")]
+              ("nvidia_cudnn*.dist-info",), ("nvidia_cuda_*.dist-info",), ("libnvidia-ml.so*",), ("libcuda.so*",),
+              (".hidden*", "*", "[lx]ib*.so.?", "plain.h", "missing.h", ".dot")]
 
 
 def _globbed(root, d, patterns):
@@ -262,7 +263,7 @@ def _globbed(root, d, patterns):
 
 
 def test_glob_in_answers_as_one_glob_per_pattern(tmp_path):
-    """The cudnn and loader probes list a folder once for all their names (toolkits.glob_in): the same paths in the
+    """The cudnn, loader, nvidia and toolkits probes list a folder once for all their names (toolkits.glob_in): the same paths in the
     same order as globbing each pattern, on this machine's library and include dirs and on a fake folder with hidden
     names, dangling links, a literal name, a folder whose name has glob characters, a missing folder, an image root."""
     from envdoctor.probes.toolkits import glob_in
@@ -278,7 +279,7 @@ def test_glob_in_answers_as_one_glob_per_pattern(tmp_path):
     (odd / "libcudnn.so.8").write_text("x")
     live, image = Root("/"), Root(tmp_path / "image")
     dirs = [(live, d) for d in ("/usr/lib/x86_64-linux-gnu", "/usr/include", "/usr/local/cuda-13.0/include",
-                                "/usr/local/cuda-13.0/lib", "/nonexistent")]
+                                "/usr/local/cuda-13.0/lib", "/lib/x86_64-linux-gnu", "/nonexistent")]
     dirs += [(live, str(fake)), (live, str(odd)), (image, "/usr/lib"), (image, "/odd[1]*dir"), (image, "/usr/lib/")]
     for root, d in dirs:
         for patterns in GLOB_CASES:

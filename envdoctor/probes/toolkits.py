@@ -393,7 +393,7 @@ def _versions(ctx: ProbeContext, cand: _Cand) -> Tuple[List[Tuple[str, str]], Li
         dist_dirs.append(cand.site_dir)
     best: Dict[str, Tuple[str, str]] = {}
     for dd in dist_dirs:
-        for f in root.glob(posixpath.join(dd, "nvidia_cuda_*.dist-info")):
+        for f in glob_in(root, dd, ("nvidia_cuda_*.dist-info",)):
             parsed = parse_dist_info_name(posixpath.basename(f))
             if not parsed:
                 continue
