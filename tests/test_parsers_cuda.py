@@ -325,3 +325,29 @@ def test_major_minor_on_real_versions():
 
     for text in ("13.0.88", "12.4", "11.8.20220929", "12.04.1", "013.0", "9.2.148.1"):
         assert major_minor(text) == versions.major_minor(text) and major_minor(text) is not None
+
+
+def test_ldconfig_entry_init_is_the_generic_one():
+    """LdconfigEntry writes its own __init__ (issue 18): it takes what the generic records __init__ takes and makes
+    an equal entry (same fields, repr, equality) for every row of real `ldconfig -p` output."""
+    from dataclasses import asdict, fields
+
+    from envdoctor.parsers.ldconfig import LdconfigEntry
+    from envdoctor.records import dataclass
+
+    @dataclass
+    class Generic:
+        soname: str
+        flags: str
+        path: str
+
+    rows = [e for name in ("ldconfig_p_this_machine_excerpt.txt", "ldconfig_p_cudnn4_nvidia_docker_53.txt")
+            for e in parse_ldconfig_p((FIX / "ldconfig" / name).read_text())]
+    assert len(rows) > 10
+    for e in rows:
+        g = Generic(e.soname, e.flags, e.path)
+        assert asdict(e) == asdict(g) and repr(e) == repr(g).replace(Generic.__qualname__, "LdconfigEntry")
+        assert LdconfigEntry(path=e.path, soname=e.soname, flags=e.flags) == e
+    assert [f.name for f in fields(LdconfigEntry)] == ["soname", "flags", "path"]
+    with pytest.raises(TypeError):
+        LdconfigEntry("libx.so", "libc6")  # type: ignore[call-arg]
