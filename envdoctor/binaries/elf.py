@@ -8,7 +8,6 @@ reason: not a regular file, a symlink loop, empty, not ELF, truncated, a corrupt
 from __future__ import annotations
 
 import errno
-import mmap
 import os
 import stat
 import struct
@@ -19,6 +18,8 @@ from envdoctor.binaries import Unreadable
 from envdoctor.records import dataclass
 
 if TYPE_CHECKING:
+    import mmap
+
     from elftools.elf.dynamic import DynamicTag
 
 ELF_MAGIC = b"\x7fELF"
@@ -142,6 +143,8 @@ def open_elf(path: str) -> ElfFile:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise Unreadable(f"cannot open it: {exc.strerror or exc}") from None
+    import mmap  # only for a file that is read: a warm scan maps nothing (issue 18)
+
     try:
         buf = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError) as exc:
