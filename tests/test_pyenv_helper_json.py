@@ -131,3 +131,22 @@ def test_the_bootstrap_loads_the_compiled_helper(tmp_path):
     assert out.returncode == 0 and out.stdout.startswith(helper.MARKER)
     pyc = importlib.util.cache_from_source(str(HELPER_PATH))
     assert f"code object from '{pyc}'" in out.stderr or f"code object from {pyc}" in out.stderr, out.stderr[-2000:]
+
+
+def test_platform_tag_is_sysconfig_get_platform(tmp_path):
+    """The helper names the platform without importing sysconfig on Linux (issue 18): sysconfig.get_platform()'s
+    answer, in this interpreter and the real framework venv's, also when _PYTHON_HOST_PLATFORM overrides it."""
+    import os
+
+    code = HELPER_PATH.read_text(encoding="utf-8").replace('if __name__ == "__main__":', "if False:") + (
+        "\nimport sys\nprint(platform_tag(), 'sysconfig' in sys.modules)\nimport sysconfig\nprint(sysconfig.get_platform())\n")
+    pythons = [sys.executable] + [p for p in (os.environ.get("ENVDOCTOR_TEST_FW_PYTHON"),) if p]
+    for python in pythons:
+        for extra in ({}, {"_PYTHON_HOST_PLATFORM": "linux-aarch64"}):
+            env = {k: v for k, v in os.environ.items() if k != "_PYTHON_HOST_PLATFORM"}
+            env.update(extra)
+            out = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, env=env, cwd=str(tmp_path),
+                                 timeout=60).stdout.split()
+            assert out[0] == out[2], (python, extra, out)
+            if sys.platform == "linux" and not extra:
+                assert out[1] == "False"  # sysconfig was not imported to answer
