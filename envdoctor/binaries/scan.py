@@ -2,7 +2,9 @@
 
 `scan_file(local_path)` -> FileScan: `cuda` false for the (common) file without a fatbin section, which
 costs its ELF header and section header table; for a CUDA one the fatbin entry headers too. The cache
-(`BinaryCache`) keys each answer by (real path, size, mtime_ns, inode), so a warm `check` maps nothing.
+(`BinaryCache`) keys each answer by (real path, size, mtime_ns, inode), so a warm `check` maps nothing; an
+answer is kept as the fields that differ from a plain one ({} for most files), and the answers for files
+that are gone are dropped whenever the cache is written.
 """
 from __future__ import annotations
 
