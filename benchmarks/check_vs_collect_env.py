@@ -36,16 +36,17 @@ import tempfile
 import time
 
 # Runs the real `envdoctor check` in this process, timing its phases by wrapping the functions
-# envdoctor.commands.check calls in envdoctor.doctor (no copy of check's logic): the figures land in $BENCH_OUT as JSON.
+# check's body (envdoctor.commands_run.check) calls in envdoctor.doctor (no copy of check's logic): the figures land
+# in $BENCH_OUT as JSON. The entry takes the fast door (no click) as `envdoctor check` does.
 PHASES = r"""
 import os, sys, time
 t0 = time.perf_counter()
 import json  # (and re behind it: envdoctor's first imports need them anyway)
-import envdoctor.cli as cli
-import envdoctor.commands as commands
+import envdoctor.entry as entry
+import envdoctor.commands_run as commands
 import envdoctor.doctor as doctor
 mark = {"import": time.perf_counter()}
-spent = {"data": 0.0, "select": 0.0, "probes": 0.0, "rules": 0.0, "emit": 0.0}
+spent = {"data": 0.0, "select": 0.0, "probes": 0.0, "rules": 0.0, "emit": 0.0, "callback": 0.0}
 box = {}
 
 def timed(name, fn):
@@ -68,7 +69,7 @@ def obtain(*a, **k):
 doctor.obtain_snapshot = timed("probes", obtain)
 doctor.build_report = timed("rules", doctor.build_report)
 commands.emit = timed("emit", commands.emit)
-commands.check.callback = timed("callback", commands.check.callback)
+commands.check = timed("callback", commands.check)
 sys.stdout = open(os.devnull, "w")
 sys.argv[0] = "envdoctor"
 
@@ -86,7 +87,7 @@ def report():  # the real entry point ends the process without tearing the inter
 
 import atexit
 atexit.register(report)
-cli.main()  # as `envdoctor` runs: signal handlers, the collector's thresholds, the quick exit
+entry.main()  # as `envdoctor` runs: signal handlers, the collector's thresholds, the quick exit
 """
 
 
@@ -135,17 +136,19 @@ def breakdown(interpreter, args, env, rounds):
             start = time.perf_counter()
             # a blocking wait: subprocess.run(timeout=...) polls with sleeps of up to 50 ms, which the old
             # "start+exit" phase counted
-            subprocess.Popen([interpreter, "-c", PHASES, *args], env=dict(env, BENCH_OUT=out), cwd=tmp,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).wait()
+            rc = subprocess.Popen([interpreter, "-c", PHASES, *args], env=dict(env, BENCH_OUT=out), cwd=tmp,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).wait()
             wall = time.perf_counter() - start
+            if rc not in (0, 1):  # a failed run's phases are not check's (the harness itself once failed unseen)
+                raise SystemExit(f"the timed check failed ({rc}): run {' '.join(args)} with the PHASES code to see why")
             with open(out) as f:
                 phases = json.load(f)
             phases["start"] = wall - phases["total"]
             runs.append(phases)
     med = lambda key: statistics.median(r[key] for r in runs)  # noqa: E731
     print(f"breakdown of check (median of {rounds} in-process runs, each in a fresh interpreter):")
-    for key, label in (("start", "interpreter start, exit"), ("import", "import envdoctor.cli+commands"),
-                       ("click", "click parses the command line"), ("import_rules", "import the rules"),
+    for key, label in (("start", "interpreter start, exit"), ("import", "import envdoctor.entry+bodies"),
+                       ("click", "parse the command line"), ("import_rules", "import the rules"),
                        ("select", "select the rules"), ("data", "data (matrices)"), ("probes", "probes (wall)"),
                        ("rules", "rules (judging)"), ("render", "render (redact, format, emit)"),
                        ("exit", "after emit")):

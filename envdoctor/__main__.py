@@ -1,4 +1,4 @@
-from envdoctor.cli import main
+from envdoctor.entry import main
 
 if __name__ == "__main__":
     main()

@@ -6,30 +6,24 @@ Every failure reaches the user as one line on stderr, never a traceback
 (set ENVDOCTOR_DEBUG=1 to see one).
 
 This module and every command's ``cli.py`` only translate options: the work is in envdoctor.doctor and each
-command's core. Imports inside functions here are for start-up speed: a command's module, the snapshot model and
+command's core. The process entry (signals, the one-line errors, the quick exit) is envdoctor.entry, which sends a
+plain `check` / `probe` / `rules` / `explain` line straight to its body (envdoctor.commands_run) without click;
+every other line comes here (:func:`click_main`). Imports inside functions here are for start-up speed: a command's module, the snapshot model and
 the subprocess module load only when used.
 """
 from __future__ import annotations
 
-import atexit
-import gc
 import importlib
-import os
-import signal
 import sys
-import threading
-from types import FrameType
-from typing import Any, Dict, List, NoReturn, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import click
 
-from envdoctor import __version__
-from envdoctor.cli_options import force_option, machine_options
-from envdoctor.doctor import obtain_snapshot, prefetch, snapshot_dict
-from envdoctor.emit import emit
-from envdoctor.errors import EXIT_USAGE, EnvdoctorError
+from envdoctor import __version__, cli_spec
+from envdoctor.cli_options import spec_options
+from envdoctor.entry import Aborted, main, say  # noqa: F401 - main: `envdoctor.cli:main` and in-process callers
+from envdoctor.errors import EXIT_USAGE
 
-FORMATS_PROBE = ("text", "json")
 
 # Every command besides `probe`, as name -> (module, attribute): a command's module is imported only when that
 # command runs, so `check` never pays for `gate`'s imports, and `envdoctor --help` lists them from SUMMARIES
@@ -100,137 +94,25 @@ def cli() -> None:
 
 
 @cli.command()
-@machine_options
-@click.option("--format", "fmt", type=click.Choice(FORMATS_PROBE), default="text", show_default=True)
-@click.option("-o", "--output", metavar="FILE", help="Write the snapshot to FILE (atomically) instead of stdout "
-              "(with --fleet, %N in FILE stands for the node name).")
-@force_option
-@click.option("--no-redact", is_flag=True, help="Keep GPU UUIDs, host name, home directory and secret-looking values.")
-@click.option("--fleet", is_flag=True, help="For `envdoctor fleet`: keep the node name unredacted (the host name, or "
-              "$ENVDOCTOR_NODE_NAME / $SLURMD_NODENAME when set); the rest is redacted as usual.")
-@click.option("--node-name", metavar="NAME", help="Record NAME as the node name (implies --fleet).")
-@click.option("--kernels", "with_kernels", is_flag=True,
-              help="Also read the environment of every Jupyter kernel's interpreter (and the VS Code one).")
-def probe(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Optional[str], timeout: float, fmt: str,
-          output: Optional[str], force_output: bool, no_redact: bool, fleet: bool, node_name: Optional[str],
-          with_kernels: bool) -> None:
+@spec_options(cli_spec.PROBE)
+def probe(**params: Any) -> None:
     """Take a snapshot of the machine: driver, GPUs, toolkits, cuDNN, frameworks, loader paths."""
-    prefetch(python_path, root_dir, snapshot_file, timeout)
-    snap = obtain_snapshot(python_path, root_dir, snapshot_file, timeout, kernels=with_kernels)
-    data = snapshot_dict(snap, redact=not no_redact)
-    if fleet or node_name:  # an explicit opt-in: the node name is what a fleet report is about
-        data["platform"]["hostname"] = (node_name or os.environ.get("ENVDOCTOR_NODE_NAME")
-                                        or os.environ.get("SLURMD_NODENAME") or snap.platform.hostname)
-        output = output.replace("%N", data["platform"]["hostname"] or "node") if output else output
-    if fmt == "json":
-        from envdoctor.snapshot_io import dump_json  # the snapshot model: not at every start (start-up speed)
+    from envdoctor import commands_run
 
-        emit(dump_json(data), output, force_output, redact=not no_redact, snapshot=snap)
-    else:
-        from envdoctor.formats.snapshot_text import render_snapshot_text
-        from envdoctor.snapshot import Snapshot
-
-        emit(render_snapshot_text(Snapshot.from_dict(data)), output, force_output, redact=not no_redact,
-             snapshot=snap)
+    commands_run.probe(**params)
 
 
-def _on_signal(signum: int, frame: Optional[FrameType]) -> None:
-    """SIGTERM / SIGHUP / SIGINT: kill the running commands (and refuse new ones), then end with 128+n
-    (SIGINT goes on as KeyboardInterrupt, so onboard records the interrupted step; exit 130).
-    A second signal while that unwinds ends envdoctor at once."""
-    from envdoctor import subproc  # already loaded by whatever ran a command; not at every start
-
-    first = not subproc.closing()
-    subproc.shutdown()
-    if not first:
-        os._exit(128 + signum)
-    if signum == signal.SIGINT:
-        raise KeyboardInterrupt
-    raise Stopped(signum)
-
-
-class Stopped(SystemExit):
-    """Raised by the signal handler: unwinds like sys.exit(128+n); main() says why, last."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(128 + signum)
-        self.signame = signal.Signals(signum).name
-
-
-def install_signal_handlers() -> None:
-    """Children never outlive envdoctor: see envdoctor.subproc. A signal the caller ignores (nohup) stays ignored."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for name in ("SIGTERM", "SIGHUP", "SIGINT"):
-        sig = getattr(signal, name, None)
-        if sig is not None and signal.getsignal(sig) in (signal.SIG_DFL, signal.default_int_handler):
-            signal.signal(sig, _on_signal)
-
-
-def main(argv: Optional[List[str]] = None) -> None:
-    if argv is not None:  # a caller running a command in-process
-        _main(argv)
-    install_signal_handlers()  # the process's entry point
-    # Start-up makes many small objects and few cycles: ~65 young collections cost a check ~7 ms (issue 18).
-    # A larger first generation keeps collection on for long runs (fleet ingest) at a bounded cost.
-    gc.set_threshold(20_000, 20, 20)
+def click_main(argv: Optional[List[str]]) -> Any:
+    """Parse and run `argv` (None: sys.argv) with click; click's usage errors as one line, exit 2. What is left
+    (the command's own failures) is envdoctor.entry.finish's, the same on the fast door."""
     try:
-        _main(None)
-    except SystemExit as exc:
-        _exit_now(exc.code)
-        raise
-
-
-def _exit_now(code: Any) -> None:
-    """End the process without tearing the interpreter down (that costs check ~20 ms of its start-up budget,
-    issue 18): the output is flushed and the atexit handlers (envdoctor.subproc's) run as on a normal exit.
-    Only when no other thread is left; otherwise, and in-process, the caller exits as usual."""
-    if threading.active_count() > 1:
-        return
-    if code is None:
-        code = 0
-    elif not isinstance(code, int):
-        sys.stderr.write(f"{code}\n")
-        code = 1
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe: the exit status still says how it went
-            pass
-    atexit._run_exitfuncs()
-    os._exit(code)
-
-
-def _main(argv: Optional[List[str]]) -> NoReturn:
-    try:
-        rc = cli.main(args=argv, prog_name="envdoctor", standalone_mode=False)
-    except click.exceptions.Abort as exc:
-        if isinstance(exc.__cause__, KeyboardInterrupt):  # click turns Ctrl-C into Abort
-            click.echo("envdoctor: interrupted", err=True)
-            sys.exit(130)
-        click.echo("envdoctor: aborted", err=True)
-        sys.exit(EXIT_USAGE)
+        return cli.main(args=argv, prog_name="envdoctor", standalone_mode=False)
+    except click.exceptions.Abort as exc:  # click turns Ctrl-C into Abort
+        raise Aborted() from exc.__cause__
     except click.UsageError as exc:  # one line, like every other failure
         cmd = exc.ctx.command_path if exc.ctx is not None else "envdoctor"
-        click.echo(f"{cmd}: error: {exc.format_message()} (see '{cmd} --help')", err=True)
+        say(f"{cmd}: error: {exc.format_message()} (see '{cmd} --help')")
         sys.exit(EXIT_USAGE)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code if exc.exit_code != 1 else EXIT_USAGE)
-    except EnvdoctorError as exc:
-        click.echo(f"envdoctor: error: {exc}", err=True)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        click.echo("envdoctor: interrupted", err=True)
-        sys.exit(130)
-    except Stopped as exc:
-        click.echo(f"envdoctor: stopped by {exc.signame}; its commands were killed", err=True)
-        raise
-    except BrokenPipeError:
-        sys.exit(0)
-    except Exception as exc:  # noqa: BLE001 - never a traceback for users
-        if os.environ.get("ENVDOCTOR_DEBUG"):
-            raise
-        click.echo(f"envdoctor: internal error: {type(exc).__name__}: {exc} (set ENVDOCTOR_DEBUG=1 for details)", err=True)
-        sys.exit(EXIT_USAGE)
-    sys.exit(rc if isinstance(rc, int) else 0)

@@ -14,19 +14,19 @@ callbacks import the data and the rules only when the shell asks (start-up speed
 """
 from __future__ import annotations
 
-import functools
 import math
 import re
-from typing import Any, Callable, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 import click
 from click.shell_completion import CompletionItem
 
+from envdoctor import cli_spec
 from envdoctor.formats.registry import FORMATS, names
 from envdoctor.target_options import PLATFORM_CHOICES
 
-_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
-_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_DECIMAL = re.compile(cli_spec.DECIMAL, re.ASCII)
+_INTEGER = re.compile(cli_spec.INTEGER, re.ASCII)
 
 
 # --------------------------------------------------------------------------- numeric types
@@ -149,24 +149,51 @@ def complete_table(ctx: click.Context, param: click.Parameter, incomplete: str) 
 # --------------------------------------------------------------------------- options
 
 
+# the completion callbacks an envdoctor.cli_spec.Opt names
+COMPLETERS = {"rule_ids": complete_rule_ids}
+
+
+def click_option(o: cli_spec.Opt) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The click option (or argument) declared by `o` (envdoctor.cli_spec: the fast parser reads the same row)."""
+    if o.argument:
+        return click.argument(o.dest, shell_complete=COMPLETERS[o.complete] if o.complete else None)
+    kwargs: Dict[str, Any] = {"metavar": o.metavar, "help": o.help}
+    if o.default is not None:  # (click's own default is a sentinel, not None)
+        kwargs["default"] = o.default
+    if o.flag:
+        kwargs["is_flag"] = True
+    if o.multiple:
+        kwargs["multiple"] = True
+    if o.show_default:
+        kwargs["show_default"] = True
+    if o.complete:
+        kwargs["shell_complete"] = COMPLETERS[o.complete]
+    if o.kind == "seconds":
+        kwargs["type"] = Seconds(*o.bounds)
+    elif o.kind == "choice":
+        kwargs["type"] = click.Choice(o.choices)
+    elif o.kind == "format":
+        kwargs["type"] = FormatChoice()
+    return click.option(*o.decls, o.dest, **kwargs)
+
+
+def spec_options(opts: Sequence[cli_spec.Opt]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Every option of `opts`, in that order (the order of the help's list)."""
+
+    def apply(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for o in reversed(opts):
+            fn = click_option(o)(fn)
+        return fn
+
+    return apply
+
+
 def machine_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Options shared by every command that looks at a machine."""
-
-    @click.option("--python", "python_path", metavar="PATH", help="Inspect the environment of this Python interpreter.")
-    @click.option("--root", "root_dir", metavar="DIR", help="Read system files under DIR instead of / (a mounted image).")
-    @click.option("--snapshot", "snapshot_file", metavar="FILE", help="Judge a saved snapshot instead of probing.")
-    @click.option("--timeout", type=Seconds(0.1, 600), default=5.0, show_default=True,
-                  help="Seconds each external command may take.")
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return fn(*args, **kwargs)
-
-    return wrapper
+    return spec_options(cli_spec.MACHINE)(fn)
 
 
-# Every command with -o FILE takes --force too (envdoctor.outfile: a dangling symlink is refused without it).
-force_option = click.option("--force", "force_output", is_flag=True,
-                            help="With -o: write through a dangling symlink (its target is created).")
+force_option = click_option(cli_spec.FORCE)
 
 
 class FormatChoice(click.Choice):
@@ -189,8 +216,7 @@ class FormatChoice(click.Choice):
 
 def format_option(default: str = "text") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The `--format` option of every command that reports findings."""
-    return click.option("--format", "fmt", type=FormatChoice(), default=default, show_default=True,
-                        help="Output format (the formats registered in envdoctor.formats.registry).")
+    return click_option(cli_spec.format_opt(default))
 
 
 PYTHON_HELP = ("Target Python environment: an interpreter of this machine to inspect (PATH). A version here "

@@ -154,3 +154,34 @@ def test_probe_records_every_bad_file_and_goes_on(tmp_path):
     assert reasons == {"text.so": ("badpkg", "not an ELF file"), "loop.so": ("badpkg", "a symbolic link loop"),
                        "pipe.so": ("badpkg", "not a regular file")}
     assert [(Path(b.path).name, b.package, b.sass) for b in bn.binaries] == [("good.so", "badpkg", ["sm_80"])]
+
+
+def test_a_stat_given_to_the_cache_answers_as_its_own_stat(tmp_path):
+    """BinaryCache.scan(path, st) takes the probe's os.stat of the file instead of stating it again (issue 18):
+    the same answer and the same cache key as scan(path) for a CUDA binary, a plain file, a directory, a FIFO,
+    a link to a file and a dangling link."""
+    from envdoctor.binaries.elf import file_key
+    from envdoctor.binaries.scan import BinaryCache
+
+    cuda = _copy(tmp_path, "cuda.so")
+    plain = tmp_path / "plain.so"
+    plain.write_bytes(b"\x7fELF not really")
+    folder = tmp_path / "dir.so"
+    folder.mkdir()
+    fifo = tmp_path / "fifo.so"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.so"
+    link.symlink_to(cuda)
+    dangling = tmp_path / "dangling.so"
+    dangling.symlink_to(tmp_path / "gone.so")
+    for path in (cuda, plain, folder, fifo, link, dangling):
+        try:
+            st = os.stat(path)
+        except OSError:
+            st = None
+        given, own = BinaryCache(None), BinaryCache(None)
+        assert given.scan(str(path), st) == own.scan(str(path)), path
+        assert given.data == own.data, path
+        if st is not None and path != folder and path != fifo:
+            assert file_key(str(path), st) == file_key(str(path))
+    assert BinaryCache(None).scan(str(cuda), os.stat(cuda)).cuda

@@ -155,3 +155,39 @@ def test_image_root_is_read_inside_the_image(tmp_path):
     assert libs["libfoo.so"] == ("/usr/lib/x86_64-linux-gnu/libfoo.so", "ld.so.cache")  # ldconfig caches trusted dirs too
     assert libs["libcudart.so.13"] == ("/opt/cuda/lib/libcudart.so.13", "ld.so.cache")
     assert libs["libc.so.6"] == (None, "not found")  # the image has no libc: the host's is never used
+
+
+def test_the_cache_keeps_answers_compact_reads_the_full_form_and_forgets_gone_files(tmp_path):
+    """binaries.json holds only the fields that differ from a plain answer ({} for a shared object without device
+    code: the cache is read at every scan, issue 18); an entry an earlier version wrote in full answers the same
+    and is rewritten compact; a file that is gone leaves the cache at the next save."""
+    from dataclasses import asdict
+
+    from envdoctor.binaries.scan import BinaryCache, FileScan, scan_file
+
+    cuda = tmp_path / "cuda.so"
+    shutil.copyfile(BINFIX / "sm80.so", cuda)
+    plain = build_c_lib(tmp_path / "libplain.so", "libplain.so")
+    gone = build_c_lib(tmp_path / "libgone.so", "libgone.so")
+    text = tmp_path / "text.so"
+    text.write_text("not ELF")
+    paths = [str(p) for p in (cuda, plain, gone, text)]
+    truth = {p: scan_file(p) for p in paths}
+    assert truth[str(cuda)].cuda and truth[str(plain)] == FileScan() and truth[str(text)].unreadable
+    where = tmp_path / "cache" / "binaries.json"
+    cache = BinaryCache(where)
+    assert [cache.scan(p) for p in paths] == [truth[p] for p in paths]
+    cache.save()
+    raw = json.loads(where.read_text())
+    assert raw["format"] == 1 and raw["files"][str(plain)]["scan"] == {}
+    assert raw["files"][str(cuda)]["scan"] == truth[str(cuda)].to_dict() and "sass" in raw["files"][str(cuda)]["scan"]
+    for entry in raw["files"].values():  # as format 1 was first written: every field
+        entry["scan"] = asdict(FileScan.from_dict(entry["scan"]))
+    where.write_text(json.dumps(raw))
+    old = BinaryCache(where)
+    assert [old.scan(p) for p in paths] == [truth[p] for p in paths] and old.hits == len(paths)
+    gone.unlink()
+    old.save()
+    raw = json.loads(where.read_text())
+    assert str(gone) not in raw["files"] and raw["files"][str(plain)]["scan"] == {}
+    assert BinaryCache(where).scan(str(cuda)) == truth[str(cuda)]

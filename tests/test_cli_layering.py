@@ -21,8 +21,9 @@ from tests.snapfactory import machine, torch
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "envdoctor"
-# the command line: every command's cli.py, the group, check / rules / explain, the entry point, the shared options
-CLI_MODULES = {"envdoctor.cli", "envdoctor.commands", "envdoctor.__main__", "envdoctor.cli_options"}
+# the command line: every command's cli.py, the group, check / rules / explain, the entry point (envdoctor.entry, whose
+# fast door reaches click and envdoctor.cli only inside functions), the shared options
+CLI_MODULES = {"envdoctor.cli", "envdoctor.commands", "envdoctor.__main__", "envdoctor.entry", "envdoctor.cli_options"}
 HEAVY = ("probes", "gate", "lock", "fleet", "smoke", "onboard")
 
 
@@ -95,6 +96,17 @@ def test_only_the_cli_modules_import_the_cli_or_click():
     assert {"envdoctor.doctor", "envdoctor.emit", "envdoctor.gate.core", "envdoctor.lock.core"} <= {m for m, _ in mods}
     bad = [v for m, p in mods if not is_cli(m) for v in violations(p.read_text(), m, p.name == "__init__.py")]
     assert not bad, "\n".join(bad)
+
+
+def test_the_entry_reaches_click_only_inside_functions():
+    """envdoctor.entry is every start's first module: at module level it imports neither click nor a module that
+    does (the fast door, envdoctor.cli_spec and envdoctor.commands_run, is click-free by the rule above)."""
+    tree = ast.parse((PACKAGE / "entry.py").read_text())
+    top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    names = [a.name for n in top if isinstance(n, ast.Import) for a in n.names] + \
+            [n.module or "" for n in top if isinstance(n, ast.ImportFrom)]
+    assert names and not [n for n in names if n.startswith(("click", "envdoctor", "typing"))], names
+    assert (PACKAGE / "__main__.py").read_text().startswith("from envdoctor.entry import main\n")
 
 
 def test_every_command_module_is_a_cli_module():

@@ -4,6 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from packaging.version import Version
 
 from envdoctor.parsers.cuda_version import (
@@ -300,3 +302,52 @@ def test_rocm_garbage(junk):
     assert parse_amd_smi_static(junk) == []
     assert parse_rocm_info_version(junk) is None
     assert parse_rocm_version_h(junk) is None
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.text(alphabet="0123456789", min_size=1, max_size=6), min_size=1, max_size=5),
+       st.sampled_from(["", " ", "\n", "x", "+cu121", ".", "-1"]))
+def test_major_minor_is_the_series_facts_versions_gives(parts, tail):
+    """cuda_version.major_minor computes the series itself (no packaging at the probes' import, issue 18):
+    the same answer as envdoctor.facts.versions.major_minor for every version it accepts, None otherwise."""
+    from envdoctor.facts import versions
+
+    text = ".".join(parts) + tail
+    got = major_minor(text)
+    if 2 <= len(parts) <= 4 and tail.strip() == "":
+        assert got == versions.major_minor(text.strip())
+    else:
+        assert got is None
+
+
+def test_major_minor_on_real_versions():
+    from envdoctor.facts import versions
+
+    for text in ("13.0.88", "12.4", "11.8.20220929", "12.04.1", "013.0", "9.2.148.1"):
+        assert major_minor(text) == versions.major_minor(text) and major_minor(text) is not None
+
+
+def test_ldconfig_entry_init_is_the_generic_one():
+    """LdconfigEntry writes its own __init__ (issue 18): it takes what the generic records __init__ takes and makes
+    an equal entry (same fields, repr, equality) for every row of real `ldconfig -p` output."""
+    from dataclasses import asdict, fields
+
+    from envdoctor.parsers.ldconfig import LdconfigEntry
+    from envdoctor.records import dataclass
+
+    @dataclass
+    class Generic:
+        soname: str
+        flags: str
+        path: str
+
+    rows = [e for name in ("ldconfig_p_this_machine_excerpt.txt", "ldconfig_p_cudnn4_nvidia_docker_53.txt")
+            for e in parse_ldconfig_p((FIX / "ldconfig" / name).read_text())]
+    assert len(rows) > 10
+    for e in rows:
+        g = Generic(e.soname, e.flags, e.path)
+        assert asdict(e) == asdict(g) and repr(e) == repr(g).replace(Generic.__qualname__, "LdconfigEntry")
+        assert LdconfigEntry(path=e.path, soname=e.soname, flags=e.flags) == e
+    assert [f.name for f in fields(LdconfigEntry)] == ["soname", "flags", "path"]
+    with pytest.raises(TypeError):
+        LdconfigEntry("libx.so", "libc6")  # type: ignore[call-arg]

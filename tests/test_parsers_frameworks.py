@@ -267,3 +267,16 @@ def test_garbage_build_info_that_looks_like_a_dict_is_rejected():
     assert tf_build_info.parse_build_info("OrderedDict([('is_cuda_build', True), ('x',)])") is None
     assert tf_build_info.parse_build_info("is_cuda_build = 'yes'\n") is not None  # known key, unknown value
     assert tf_build_info.parse_build_info("is_cuda_build = 'yes'\n").build == "unknown"
+
+
+def test_jax_version_file_parsed_once_per_text_answers_as_parsing_it():
+    """jax and jaxlib ship the same version.py, parsed once (issue 18): every call answers what parsing that text
+    answers, as its own copy, so a caller changing its answer changes no other."""
+    for name in ("jaxlib_version_0.10.2.py", "jaxlib_version_0.3.0.py"):
+        text = fixture(name)
+        uncached = jax_build._parse_version_text.__wrapped__(text)
+        first, second = jax_build.parse_jax_version_file(text), jax_build.parse_jax_version_file(str(text))
+        assert first == second == uncached and first is not second
+        first.version = "changed"
+        assert jax_build.parse_jax_version_file(text) == uncached
+    assert jax_build.parse_jax_version_file("x = 1\n") is None and jax_build.parse_jax_version_file("") is None

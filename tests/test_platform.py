@@ -80,3 +80,35 @@ def test_live_probe():
     snap = Snapshot()
     probe(ProbeContext(), snap)
     assert snap.platform.system and snap.platform.machine
+
+
+def _platform_answers():
+    import platform
+
+    return platform.system(), platform.machine(), platform.release(), platform.node(), platform.libc_ver()
+
+
+def test_live_uname_answers_as_the_platform_module():
+    """The live probe reads os.uname and confstr itself, not through the platform module (~2 ms of imports,
+    issue 18): the same five answers on this machine."""
+    from envdoctor.probes.platform import live_uname
+
+    assert live_uname() == _platform_answers()
+
+
+def test_live_uname_blanks_unknown_and_falls_back_to_platform(monkeypatch):
+    """As platform.uname(): an "unknown" field reads as ""; without confstr's answer (musl) platform.libc_ver()
+    says; on another system the platform module answers everything."""
+    import os
+    import platform
+
+    from envdoctor.probes.platform import live_uname
+
+    real = os.uname()
+    fake = type(real)(("Linux", "unknown", real.release, real.version, "unknown"))
+    monkeypatch.setattr(os, "uname", lambda: fake)
+    monkeypatch.setattr(os, "confstr", lambda name: None)
+    monkeypatch.setattr(platform, "libc_ver", lambda: ("musl", "1.2"))
+    assert live_uname() == ("Linux", "", real.release, "", ("musl", "1.2"))
+    monkeypatch.setattr(os, "uname", lambda: type(real)(("Darwin", "mac", "23.0", "v", "arm64")))
+    assert live_uname() == _platform_answers()

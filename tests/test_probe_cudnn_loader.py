@@ -198,3 +198,91 @@ def test_this_machine_loader_and_cudnn():
     assert any(lib.name == "libcudart" and lib.via == "ldconfig" and lib.path.startswith("/usr/local/cuda-13.0/")
                for lib in snap.loader.libraries)
     assert Snapshot.from_dict(snap.to_dict()) == snap
+
+
+# ------------------------------------------------------------------ one parse of `ldconfig -p` per run (issue 18)
+
+def _count_parses(monkeypatch):
+    calls = []
+    real = loader.parse_ldconfig_p
+
+    def spy(text):
+        calls.append(1)
+        return real(text)
+
+    monkeypatch.setattr(loader, "parse_ldconfig_p", spy)
+    return calls
+
+
+def test_loader_and_cudnn_share_one_parse_of_ldconfig_p(tmp_path, monkeypatch):
+    """One probing run parses `ldconfig -p` once for both probes; each finds what it found parsing it itself."""
+    bindir = tmp_path / "bin"
+    make_exe(bindir / "ldconfig", f"exec /bin/cat {FIX / 'ldconfig/ldconfig_p_cudnn4_nvidia_docker_53.txt'}")
+    env = {"PATH": str(bindir)}
+    calls = _count_parses(monkeypatch)
+    alone_loader, alone_cudnn = run_loader(ProbeContext(root=Root("/"), env=env)), run_cudnn(ProbeContext(root=Root("/"), env=env))
+    assert len(calls) == 2  # two runs: two parses
+    shared = ProbeContext(root=Root("/"), env=env)
+    both = Snapshot()
+    loader.probe(shared, both)
+    cudnn.probe(shared, both)
+    assert len(calls) == 3  # one run: one parse
+    assert both.loader == alone_loader.loader and both.cudnn == alone_cudnn.cudnn
+    assert any(lib.path == "/usr/lib/x86_64-linux-gnu/libcudnn.so.4" for lib in both.loader.libraries)
+
+
+def test_an_unreadable_ldconfig_p_is_said_by_the_loader_only(tmp_path, monkeypatch):
+    """As probes._parsed.parsed said it before the parse was shared: the loader's evidence, nothing from cudnn."""
+    from envdoctor.parsers import ParseError
+
+    def too_large(text):
+        raise ParseError("input too large")
+
+    monkeypatch.setattr(loader, "parse_ldconfig_p", too_large)
+    bindir = tmp_path / "bin"
+    make_exe(bindir / "ldconfig", f"exec /bin/cat {FIX / 'ldconfig/ldconfig_p_cudnn4_nvidia_docker_53.txt'}")
+    ctx = ProbeContext(root=Root("/"), env={"PATH": str(bindir)})
+    snap = Snapshot()
+    cudnn.probe(ctx, snap)
+    loader.probe(ctx, snap)
+    said = [e for e in snap.loader.evidence if e.excerpt == "could not read: input too large"]
+    assert len(said) == 1 and said[0].source.startswith("cmd:") and said[0].source.endswith("ldconfig -p")
+    assert not any(lib.via == "ldconfig" for lib in snap.loader.libraries)
+    assert not any("could not read" in e.excerpt for c in snap.cudnn for e in c.evidence)
+
+
+# ------------------------------------------------------------------ glob_in: one listing, the globs' answers (issue 18)
+
+GLOB_CASES = [cudnn.HEADER_NAMES, ("libcudnn.so*",), tuple(f"{n}.so*" for n in loader.LIB_NAMES),
+              ("nvidia_cudnn*.dist-info",), ("nvidia_cuda_*.dist-info",), ("libnvidia-ml.so*",), ("libcuda.so*",),
+              (".hidden*", "*", "[lx]ib*.so.?", "plain.h", "missing.h", ".dot")]
+
+
+def _globbed(root, d, patterns):
+    return [x for p in patterns for x in root.glob(os.path.join(d, p))]
+
+
+def test_glob_in_answers_as_one_glob_per_pattern(tmp_path):
+    """The cudnn, loader, nvidia and toolkits probes list a folder once for all their names (toolkits.glob_in): the same paths in the
+    same order as globbing each pattern, on this machine's library and include dirs and on a fake folder with hidden
+    names, dangling links, a literal name, a folder whose name has glob characters, a missing folder, an image root."""
+    from envdoctor.probes.toolkits import glob_in
+
+    fake = tmp_path / "image/usr/lib"
+    fake.mkdir(parents=True)
+    for name in ("libcudnn.so.9", "libcudnn.so.9.1.0", ".hidden.so", "libcudart.so.13", "libcublasLt.so.13",
+                 "plain.h", ".dot", "xib1.so.2", "libnccl.so", "nvidia_cudnn_cu12-9.1.0.dist-info"):
+        (fake / name).write_text("x")
+    (fake / "libcuda.so.1").symlink_to("gone")
+    odd = tmp_path / "image/odd[1]*dir"
+    odd.mkdir()
+    (odd / "libcudnn.so.8").write_text("x")
+    live, image = Root("/"), Root(tmp_path / "image")
+    dirs = [(live, d) for d in ("/usr/lib/x86_64-linux-gnu", "/usr/include", "/usr/local/cuda-13.0/include",
+                                "/usr/local/cuda-13.0/lib", "/lib/x86_64-linux-gnu", "/nonexistent")]
+    dirs += [(live, str(fake)), (live, str(odd)), (image, "/usr/lib"), (image, "/odd[1]*dir"), (image, "/usr/lib/")]
+    for root, d in dirs:
+        for patterns in GLOB_CASES:
+            assert glob_in(root, d, patterns) == _globbed(root, d, patterns), (d, patterns)
+    assert glob_in(live, str(fake), (".hidden*", "plain.h", "libcuda.so*")) == [
+        str(fake / ".hidden.so"), str(fake / "plain.h"), str(fake / "libcuda.so.1")]

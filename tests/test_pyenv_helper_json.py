@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -71,3 +72,81 @@ def test_the_helper_imports_neither_json_nor_re():
         "%d.%d.%d" % sys.version_info[:3])
     modules = next(line for line in out.splitlines() if line.startswith("@@MODULES@@")).split()[1:]
     assert "json" not in modules and "platform" not in modules
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=60))
+def test_ascii_strings_through_translate_are_the_loop(text):
+    """ASCII text is escaped with str.translate (issue 18): what the character loop and json.dumps write."""
+    assert helper._string(text) == helper._string_loop(text) == json.dumps(text, ensure_ascii=True)
+
+
+def _run_helper_both_ways(python: str, cwd) -> tuple:
+    """The helper's stdout as the source given to -c (as envdoctor ran it before) and through the bootstrap."""
+    import os
+
+    from envdoctor.probes import pyenv
+    from envdoctor.subproc import Runner
+
+    env = pyenv._helper_env(os.environ)
+    source = subprocess.run([python, "-c", HELPER_PATH.read_text(encoding="utf-8")], capture_output=True, text=True,
+                            env=env, cwd=str(cwd), timeout=60)
+    argv, _, env = pyenv._helper_command(python, Runner(env=dict(os.environ)), None)
+    boot = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=str(cwd), timeout=60)
+    return source, boot
+
+
+def test_the_bootstrap_answers_what_the_source_answers(tmp_path):
+    """The helper is imported from its folder now, not given whole to -c: the same answer, byte for byte, also with
+    a json.py, re.py and _pyenv_helper.py in the working directory (sys.path[0] under -c), which are never read."""
+    import os
+
+    for name in ("json.py", "re.py", "_pyenv_helper.py", "os.py"):
+        (tmp_path / name).write_text("raise SystemExit('picked up from the cwd')\n")
+    pythons = [sys.executable] + [p for p in (os.environ.get("ENVDOCTOR_TEST_FW_PYTHON"),) if p]
+    for python in pythons:
+        source, boot = _run_helper_both_ways(python, tmp_path)
+        assert source.returncode == boot.returncode == 0, (source.stderr, boot.stderr)
+        assert boot.stdout == source.stdout and boot.stdout.startswith(helper.MARKER)
+        data = json.loads(boot.stdout[len(helper.MARKER):])
+        assert str(HELPER_PATH.parent) not in data["sys_path"] and "" not in data["sys_path"]
+
+
+def test_the_bootstrap_loads_the_compiled_helper(tmp_path):
+    """With the helper's .pyc in place (as importing it, or pip, writes it) an interpreter of this version loads it
+    instead of compiling the source (python -v says which)."""
+    import importlib.util
+    import os
+    import py_compile
+
+    from envdoctor.probes import pyenv
+    from envdoctor.subproc import Runner
+
+    try:
+        py_compile.compile(str(HELPER_PATH), cfile=importlib.util.cache_from_source(str(HELPER_PATH)), doraise=True)
+    except (OSError, py_compile.PyCompileError) as exc:
+        pytest.skip(f"cannot write the helper's .pyc here: {exc}")
+    argv, _, env = pyenv._helper_command(sys.executable, Runner(env=dict(os.environ)), None)
+    out = subprocess.run([argv[0], "-v"] + argv[1:], capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=60)
+    assert out.returncode == 0 and out.stdout.startswith(helper.MARKER)
+    pyc = importlib.util.cache_from_source(str(HELPER_PATH))
+    assert f"code object from '{pyc}'" in out.stderr or f"code object from {pyc}" in out.stderr, out.stderr[-2000:]
+
+
+def test_platform_tag_is_sysconfig_get_platform(tmp_path):
+    """The helper names the platform without importing sysconfig on Linux (issue 18): sysconfig.get_platform()'s
+    answer, in this interpreter and the real framework venv's, also when _PYTHON_HOST_PLATFORM overrides it."""
+    import os
+
+    code = HELPER_PATH.read_text(encoding="utf-8").replace('if __name__ == "__main__":', "if False:") + (
+        "\nimport sys\nprint(platform_tag(), 'sysconfig' in sys.modules)\nimport sysconfig\nprint(sysconfig.get_platform())\n")
+    pythons = [sys.executable] + [p for p in (os.environ.get("ENVDOCTOR_TEST_FW_PYTHON"),) if p]
+    for python in pythons:
+        for extra in ({}, {"_PYTHON_HOST_PLATFORM": "linux-aarch64"}):
+            env = {k: v for k, v in os.environ.items() if k != "_PYTHON_HOST_PLATFORM"}
+            env.update(extra)
+            out = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, env=env, cwd=str(tmp_path),
+                                 timeout=60).stdout.split()
+            assert out[0] == out[2], (python, extra, out)
+            if sys.platform == "linux" and not extra:
+                assert out[1] == "False"  # sysconfig was not imported to answer

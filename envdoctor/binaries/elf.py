@@ -8,7 +8,6 @@ reason: not a regular file, a symlink loop, empty, not ELF, truncated, a corrupt
 from __future__ import annotations
 
 import errno
-import mmap
 import os
 import stat
 import struct
@@ -18,6 +17,8 @@ from envdoctor.binaries import Unreadable
 from envdoctor.records import dataclass, field
 
 if TYPE_CHECKING:
+    import mmap
+
     from elftools.elf.dynamic import DynamicTag
 
 ELF_MAGIC = b"\x7fELF"
@@ -65,9 +66,13 @@ class ElfFile:
         self.close()
 
 
-def file_key(path: str) -> Tuple[str, int, int, int]:
-    """(path, size, mtime_ns, inode): what a cached answer for `path` is valid for; Unreadable if none."""
-    st = _stat(path)
+def file_key(path: str, st: Optional[os.stat_result] = None) -> Tuple[str, int, int, int]:
+    """(path, size, mtime_ns, inode): what a cached answer for `path` is valid for; Unreadable if none.
+    `st`: the caller's os.stat(path) of a moment ago, not asked again (the scan states every file once)."""
+    if st is None:
+        st = _stat(path)
+    elif not stat.S_ISREG(st.st_mode):
+        raise Unreadable("not a regular file")
     return (os.path.abspath(path), st.st_size, st.st_mtime_ns, st.st_ino)
 
 
@@ -137,6 +142,8 @@ def open_elf(path: str) -> ElfFile:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise Unreadable(f"cannot open it: {exc.strerror or exc}") from None
+    import mmap  # only for a file that is read: a warm scan maps nothing (issue 18)
+
     try:
         buf = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError) as exc:

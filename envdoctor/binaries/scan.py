@@ -2,7 +2,9 @@
 
 `scan_file(local_path)` -> FileScan: `cuda` false for the (common) file without a fatbin section, which
 costs its ELF header and section header table; for a CUDA one the fatbin entry headers too. The cache
-(`BinaryCache`) keys each answer by (real path, size, mtime_ns, inode), so a warm `check` maps nothing.
+(`BinaryCache`) keys each answer by (real path, size, mtime_ns, inode), so a warm `check` maps nothing; an
+answer is kept as the fields that differ from a plain one ({} for most files), and the answers for files
+that are gone are dropped whenever the cache is written.
 """
 from __future__ import annotations
 
@@ -42,8 +44,19 @@ class FileScan:
 
     @classmethod
     def from_dict(cls, data: dict) -> "FileScan":
-        names = {f for f in cls.__dataclass_fields__}
+        if not data:
+            return cls()  # the common plain shared object, kept as {} (to_dict)
+        names = cls.__dataclass_fields__
         return cls(**{k: v for k, v in data.items() if k in names})
+
+    def to_dict(self) -> dict:
+        """The fields that differ from a FileScan()'s: a plain shared object is {}, most of a venv's (issue 18:
+        the cache of a venv with torch, tensorflow and jax reads in a third of the time). from_dict reads both
+        this and the full asdict form that earlier versions wrote."""
+        return {k: v for k, v in asdict(self).items() if v != _DEFAULTS[k]}
+
+
+_DEFAULTS = asdict(FileScan())
 
 
 def _isa_key(v: str):
@@ -144,9 +157,10 @@ class BinaryCache:
             except (OSError, ValueError):
                 pass
 
-    def scan(self, path: str) -> FileScan:
+    def scan(self, path: str, st: Optional[os.stat_result] = None) -> FileScan:
+        """scan_file(path), from the cache while the file is unchanged; `st` as elf.file_key takes it."""
         try:
-            real, size, mtime, ino = file_key(path)
+            real, size, mtime, ino = file_key(path, st)
         except Unreadable as exc:
             return FileScan(unreadable=str(exc))
         key = [size, mtime, ino]
@@ -155,12 +169,15 @@ class BinaryCache:
             try:
                 res = FileScan.from_dict(hit["scan"])
                 self.hits += 1
+                if len(hit["scan"]) == len(_DEFAULTS) and hit["scan"] != res.to_dict():
+                    hit["scan"] = res.to_dict()  # an earlier version's full entry: kept compact from now on
+                    self.dirty = True
                 return res
             except TypeError:
                 pass
         self.misses += 1
         res = scan_file(path)
-        self.data[real] = {"key": key, "scan": asdict(res)}
+        self.data[real] = {"key": key, "scan": res.to_dict()}
         self.dirty = True
         return res
 
@@ -182,13 +199,15 @@ class BinaryCache:
     def save(self) -> None:
         if self.path is None or not self.dirty:
             return
-        files = self.data
+        # answers for files that are gone (a deleted venv, a test's temporary dir) go: the whole cache is read at
+        # every scan, so it holds only what can still be asked (stated here, when something changed anyway)
+        files = {k: v for k, v in self.data.items() if os.path.lexists(k)}
         if len(files) > CACHE_MAX_ENTRIES:
             files = dict(list(files.items())[-CACHE_MAX_ENTRIES:])
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            records = self.records
+            records = {k: v for k, v in self.records.items() if os.path.lexists(k)}
             if len(records) > CACHE_MAX_ENTRIES:
                 records = dict(list(records.items())[-CACHE_MAX_ENTRIES:])
             tmp.write_text(json.dumps({"format": CACHE_FORMAT, "files": files, "records": records}), encoding="utf-8")

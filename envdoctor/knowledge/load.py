@@ -15,11 +15,12 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from envdoctor.cachedir import default_cache_dir  # re-exported: where the user cache lives
 from envdoctor.lazyre import lazy_re
 from envdoctor.records import dataclass, field
 
@@ -279,20 +280,6 @@ def bundled_dir() -> Path:
     from envdoctor.resources import data_dir
 
     return data_dir("matrices")
-
-
-def default_cache_dir(env: Optional[Mapping[str, str]] = None) -> Path:
-    """``$ENVDOCTOR_CACHE_DIR/matrices``, else ``$XDG_CACHE_HOME/envdoctor/matrices``, else ``~/.cache/envdoctor/matrices``."""
-    environ = os.environ if env is None else env
-    root = environ.get("ENVDOCTOR_CACHE_DIR")
-    if root:
-        return Path(root) / "matrices"
-    xdg = environ.get("XDG_CACHE_HOME")
-    if xdg:
-        return Path(xdg) / "envdoctor" / "matrices"
-    home = environ.get("HOME")
-    base = Path(home) if home else Path.home()
-    return base / ".cache" / "envdoctor" / "matrices"
 
 
 def cache_file(table: str, cache_dir: Optional[Path] = None) -> Path:

@@ -17,7 +17,6 @@ import json
 import re
 from typing import Dict, Optional, Tuple
 
-from envdoctor.facts.versions import major_minor as _series
 from envdoctor.parsers import NUM, NUM_END, checked_text
 from envdoctor.lazyre import lazy_re
 from envdoctor.records import dataclass, field
@@ -164,7 +163,12 @@ def parse_conda_meta_name(name: Optional[str]) -> Optional[Tuple[str, str]]:
 
 
 def major_minor(version: Optional[str]) -> Optional[str]:
-    """The X.Y series of a CUDA version as this parser reads it ("12.4.131" -> "12.4", "12" -> "12.0");
-    envdoctor.facts.versions.major_minor says what a series is."""
+    """The X.Y series of a CUDA version as this parser reads it ("12.4.131" -> "12.4", "12.04" -> "12.4");
+    envdoctor.facts.versions.major_minor says what a series is, and gives the same answer for every version
+    _clean_version lets through (2 to 4 runs of ASCII digits: test_parsers_cuda.py checks it), computed here
+    without packaging, which the probes would otherwise import only for this (~7 ms of `probe`, issue 18)."""
     v = _clean_version(version)
-    return _series(v) if v is not None else None
+    if v is None:
+        return None
+    major, minor = v.split(".")[:2]
+    return f"{int(major)}.{int(minor)}"

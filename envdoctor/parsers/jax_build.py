@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import replace
+from functools import lru_cache
 from typing import Iterable, Optional, Tuple
 
 from envdoctor.parsers import NUM, checked_text, python_ast
@@ -39,6 +41,13 @@ def parse_jax_version_file(text: Optional[str]) -> Optional[JaxVersionInfo]:
     text = checked_text(text)
     if text is None:
         return None
+    info = _parse_version_text(text)
+    return None if info is None else replace(info)  # a copy: the caller may change its own
+
+
+@lru_cache(maxsize=8)
+def _parse_version_text(text: str) -> Optional[JaxVersionInfo]:
+    """jax and jaxlib ship the same version.py: a check parses it once (ast.parse of 7 KB is ~1.5 ms, issue 18)."""
     values = {}
     try:
         tree = python_ast(text)

@@ -23,6 +23,13 @@ class LdconfigEntry:
     flags: str  # libc6,x86-64
     path: str  # /usr/local/cuda/lib64/libcudart.so.12
 
+    def __init__(self, soname: str, flags: str, path: str) -> None:
+        # the generic __init__ of envdoctor.records checks names and defaults: 2 us a row, and `ldconfig -p` has
+        # ~600 rows at every check (issue 18); this is the same signature (records keeps a class's own __init__)
+        self.soname = soname
+        self.flags = flags
+        self.path = path
+
     @property
     def arch(self) -> str:
         """"x86-64", "AArch64", "" (32-bit libc6), from the flags."""

@@ -10,8 +10,6 @@ Pure functions; garbage returns None / [] (the contract is in envdoctor/parsers/
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
 from typing import Dict, List, Optional
@@ -99,6 +97,9 @@ def _from_json(text: str) -> List[str]:
 
 
 def _from_csv(text: str) -> List[str]:
+    import csv  # only for amd-smi's CSV output: not at import (issue 18)
+    import io
+
     try:
         rows = list(csv.reader(io.StringIO(text)))
     except csv.Error:

@@ -38,7 +38,7 @@ SKIP_DIRS = ("__pycache__",)
 
 
 def cache_path(env) -> Optional[Path]:
-    from envdoctor.knowledge import default_cache_dir
+    from envdoctor.cachedir import default_cache_dir  # not envdoctor.knowledge: ~9 ms of imports `probe` never needs
 
     try:
         return default_cache_dir(env).parent / "binaries.json"
@@ -227,7 +227,7 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
         if ident in seen_real:
             continue  # another name (a symlink, a hard link) of a file already read
         seen_real.add(ident)
-        res = cache.scan(local)
+        res = cache.scan(local, st)
         out.scanned += 1
         shown = ctx.root.display(local)
         dist, version = index.package_of(local)

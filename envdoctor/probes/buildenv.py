@@ -10,7 +10,6 @@ from __future__ import annotations
 from envdoctor.parsers.breadth import parse_nvcc_archs
 from envdoctor.probes._parsed import parsed
 from envdoctor.probes.base import ProbeContext
-from envdoctor.redact import REDACTED, is_secret_name
 from envdoctor.snapshot import Evidence, Snapshot
 
 BUILD_VARS = ("TORCH_CUDA_ARCH_LIST", "CUDAARCHS", "CMAKE_CUDA_ARCHITECTURES", "CUDA_LAUNCH_BLOCKING",
@@ -20,8 +19,13 @@ BUILD_VARS = ("TORCH_CUDA_ARCH_LIST", "CUDAARCHS", "CMAKE_CUDA_ARCHITECTURES", "
 def probe(ctx: ProbeContext, snap: Snapshot) -> None:
     be = snap.buildenv
     be.env = {k: ctx.env[k] for k in BUILD_VARS if ctx.env.get(k) is not None}
-    be.nccl_env = {k: (REDACTED if is_secret_name(k) else str(v)) for k, v in sorted(ctx.env.items())
-                   if isinstance(k, str) and k.startswith("NCCL_")}
+    nccl = [(k, v) for k, v in sorted(ctx.env.items()) if isinstance(k, str) and k.startswith("NCCL_")]
+    if nccl:
+        from envdoctor.redact import REDACTED, is_secret_name  # its patterns compile at import: only when needed
+
+        be.nccl_env = {k: (REDACTED if is_secret_name(k) else str(v)) for k, v in nccl}
+    else:
+        be.nccl_env = {}
     tk = snap.default_toolkit
     if tk is None or not tk.nvcc or not ctx.root.is_live:
         return  # never execute an inspected image's nvcc

@@ -21,11 +21,11 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from envdoctor.parsers.cuda_version import parse_dist_info_name
 from envdoctor.parsers.cudnn_header import parse_cudnn_header
-from envdoctor.parsers.ldconfig import parse_ldconfig_p
 from envdoctor.parsers.libname import more_precise, split_libname
 from envdoctor.probes._parsed import parsed as _parsed
 from envdoctor.probes.base import ProbeContext
-from envdoctor.probes.toolkits import is_dir, is_file, read_text, resolve_path, site_package_dirs
+from envdoctor.probes.loader import ldconfig_entries
+from envdoctor.probes.toolkits import glob_in, is_dir, is_file, read_text, resolve_path, site_package_dirs
 from envdoctor.snapshot import Cudnn, Evidence, Snapshot
 
 MULTIARCH = ("x86_64-linux-gnu", "aarch64-linux-gnu", "sbsa-linux", "powerpc64le-linux-gnu")
@@ -76,17 +76,16 @@ def _dedupe_dirs(ctx: ProbeContext, dirs: List[str]) -> List[str]:
 
 def _headers(ctx: ProbeContext, snap: Snapshot, add) -> None:
     for d in _dedupe_dirs(ctx, _include_dirs(ctx, snap)):
-        for pattern in HEADER_NAMES:
-            for h in ctx.root.glob(posixpath.join(d, pattern)):
-                text = read_text(ctx.root, h)
-                version = _parsed([], h, parse_cudnn_header, text)
-                if version is None:
-                    continue  # e.g. cuDNN 8's cudnn.h, which only includes cudnn_version.h
-                real = resolve_path(ctx.root, h)
-                ev = [Evidence(f"file:{h}", f"CUDNN_MAJOR/MINOR/PATCHLEVEL -> {version}")]
-                if real != h:
-                    ev.append(Evidence("alias", f"{h} -> {real}"))
-                add(Cudnn(version=version, kind="header", path=real, evidence=ev))
+        for h in glob_in(ctx.root, d, HEADER_NAMES):  # each name in turn, as globbing them one by one
+            text = read_text(ctx.root, h)
+            version = _parsed([], h, parse_cudnn_header, text)
+            if version is None:
+                continue  # e.g. cuDNN 8's cudnn.h, which only includes cudnn_version.h
+            real = resolve_path(ctx.root, h)
+            ev = [Evidence(f"file:{h}", f"CUDNN_MAJOR/MINOR/PATCHLEVEL -> {version}")]
+            if real != h:
+                ev.append(Evidence("alias", f"{h} -> {real}"))
+            add(Cudnn(version=version, kind="header", path=real, evidence=ev))
 
 
 def _library_candidates(ctx: ProbeContext, snap: Snapshot) -> List[Tuple[str, str]]:
@@ -95,16 +94,16 @@ def _library_candidates(ctx: ProbeContext, snap: Snapshot) -> List[Tuple[str, st
     for d in ctx.env.get("LD_LIBRARY_PATH", "").split(":"):
         if d.startswith("/") and is_dir(ctx.root, d):
             d = resolve_path(ctx.root, d)
-            out += [(p, "env:LD_LIBRARY_PATH") for p in ctx.root.glob(posixpath.join(d, "libcudnn.so*"))]
+            out += [(p, "env:LD_LIBRARY_PATH") for p in glob_in(ctx.root, d, ("libcudnn.so*",))]
     if ctx.root.is_live:
         res = ctx.ldconfig_p()
         if res is not None and res.ok:
-            for entry in _parsed([], "cmd:ldconfig -p", parse_ldconfig_p, res.stdout, default=[]):
+            for entry in ldconfig_entries(ctx, res)[0]:  # a ParseError leaves no evidence here (the loader says it)
                 parts = split_libname(entry.soname)
                 if parts and parts[0] == "libcudnn":
                     out.append((entry.path, "cmd:ldconfig -p"))
     for d in _dedupe_dirs(ctx, _lib_dirs(ctx, snap)):
-        out += [(p, f"file:{d}") for p in ctx.root.glob(posixpath.join(d, "libcudnn.so*"))]
+        out += [(p, f"file:{d}") for p in glob_in(ctx.root, d, ("libcudnn.so*",))]
     return out
 
 
@@ -156,7 +155,7 @@ def _wheels(ctx: ProbeContext, snap: Snapshot, add) -> None:
             versions[name] = (str(packages[name]), "python.packages")
     locations: List[str] = []
     for sp in site_package_dirs(ctx, snap.python.prefix or None):
-        for f in ctx.root.glob(posixpath.join(sp, "nvidia_cudnn*.dist-info")):
+        for f in glob_in(ctx.root, sp, ("nvidia_cudnn*.dist-info",)):
             parsed = parse_dist_info_name(posixpath.basename(f))
             if parsed and parsed[0] in WHEELS and parsed[0] not in versions:
                 versions[parsed[0]] = (parsed[1], f"file:{f}")

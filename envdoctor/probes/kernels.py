@@ -189,9 +189,12 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
         raise ProbeSkipped("the Jupyter kernels of an image root are not probed")
     prefixes = [snap.python.prefix, ctx.env.get("CONDA_PREFIX", ""), sys.prefix]
     prefixes += conda_env_prefixes(ctx.env)
-    import platform
+    system = snap.platform.system
+    if not system:  # the platform probe's answer, else platform's own (imported only then: ~2 ms, issue 18)
+        import platform
 
-    dirs = data_dirs(ctx.env, snap.platform.system or platform.system(), prefixes)
+        system = platform.system()
+    dirs = data_dirs(ctx.env, system, prefixes)
     snap.kernels.data_dirs = dirs
     kernels = find_kernelspecs(dirs)
     try:

@@ -18,12 +18,14 @@ import posixpath
 import re
 from typing import Dict, List, Optional, Set, Tuple
 
-from envdoctor.parsers.ldconfig import parse_ld_so_conf, parse_ldconfig_p
+from envdoctor.parsers import ParseError
+from envdoctor.parsers.ldconfig import LdconfigEntry, parse_ld_so_conf, parse_ldconfig_p
 from envdoctor.parsers.libname import more_precise, split_libname
 from envdoctor.probes._parsed import parsed
 from envdoctor.probes.base import ProbeContext
-from envdoctor.probes.toolkits import is_dir, is_file, read_text, resolve_path
+from envdoctor.probes.toolkits import glob_in, is_dir, is_file, read_text, resolve_path
 from envdoctor.snapshot import Evidence, Library, Loader, Snapshot
+from envdoctor.subproc import CmdResult
 from envdoctor.lazyre import lazy_re
 
 LIB_NAMES = ("libcudart", "libcudnn", "libcublas", "libnccl", "libcuda", "libnvrtc", "libcusparse", "libnvJitLink")
@@ -65,6 +67,18 @@ def gpu_env(env) -> Dict[str, str]:
     return out
 
 
+def ldconfig_entries(ctx: ProbeContext, res: CmdResult) -> Tuple[List[LdconfigEntry], Optional[ParseError]]:
+    """parse_ldconfig_p(res.stdout) of the run's `ldconfig -p` (ctx.ldconfig_p()), parsed once per probing run:
+    the loader and cudnn probes both read its ~1200 lines. (entries, None), or ([], the ParseError)."""
+    def parse() -> Tuple[List[LdconfigEntry], Optional[ParseError]]:
+        try:
+            return parse_ldconfig_p(res.stdout), None
+        except ParseError as exc:
+            return [], exc
+
+    return ctx.memo("ldconfig -p entries", parse)
+
+
 def _split_preload(value: str) -> List[str]:
     return [p for p in re.split(r"[\s:]+", value) if p]
 
@@ -100,10 +114,9 @@ class _Collector:
 
     def add_dir(self, d: str, via: str) -> int:
         n = 0
-        for name in LIB_NAMES:
-            for p in self.ctx.root.glob(posixpath.join(d, f"{name}.so*")):
-                if self.add_file(p, via):
-                    n += 1
+        for p in glob_in(self.ctx.root, d, [f"{name}.so*" for name in LIB_NAMES]):  # one listing, names in turn
+            if self.add_file(p, via):
+                n += 1
         return n
 
 
@@ -198,7 +211,9 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
     if ctx.root.is_live:
         res = ctx.ldconfig_p()
         if res is not None and res.ok:
-            entries = parsed(loader.evidence, f"cmd:{res.cmdline}", parse_ldconfig_p, res.stdout, default=[])
+            entries, error = ldconfig_entries(ctx, res)
+            if error is not None:  # as probes._parsed.parsed says it
+                loader.evidence.append(Evidence(f"cmd:{res.cmdline}", f"could not read: {error}"))
             header = res.stdout.splitlines()[0][:200] if res.stdout else ""
             loader.evidence.append(Evidence(f"cmd:{res.cmdline}", header or f"{len(entries)} entries"))
             for e in entries:

@@ -15,7 +15,6 @@ from typing import Any, Dict, List, Optional
 from envdoctor.parsers.breadth import parse_compute_apps, parse_gpu_memory
 from envdoctor.probes._parsed import parsed
 from envdoctor.probes.base import ProbeContext, ProbeSkipped
-from envdoctor.redact import REDACTED, is_secret_name
 from envdoctor.snapshot import Evidence, GpuMemoryUse, GpuProcess, Snapshot
 
 ALLOCATOR_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING",
@@ -96,6 +95,8 @@ def _smi(ctx: ProbeContext, snap: Snapshot) -> bool:
 
 
 def _mask_args(argv: List[str]) -> str:
+    from envdoctor.redact import REDACTED, is_secret_name  # its patterns compile at import: only with GPU processes
+
     out, hide_next = [], False
     for a in argv[:64]:
         if hide_next:

@@ -56,8 +56,6 @@ import re
 import threading
 from typing import Any, Dict, List, Optional, Tuple
 
-from packaging.version import InvalidVersion, Version
-
 from envdoctor.parsers.nvidia_smi import (
     SmiBanner,
     SmiFailure,
@@ -77,6 +75,7 @@ from envdoctor.parsers.proc_driver import (
 )
 from envdoctor.probes._parsed import parsed
 from envdoctor.probes.base import ProbeContext, ProbeUnknown
+from envdoctor.probes.toolkits import glob_in
 from envdoctor.snapshot import GPU, Driver, Evidence, Snapshot
 from envdoctor.subproc import CmdResult
 from envdoctor.records import dataclass, field
@@ -130,6 +129,8 @@ def _cmd_excerpt(res: CmdResult) -> str:
 
 
 def _same_version(a: str, b: str) -> bool:
+    from packaging.version import InvalidVersion, Version  # only with a driver to compare: not at import (issue 18)
+
     try:
         return Version(a) == Version(b)
     except InvalidVersion:
@@ -366,7 +367,7 @@ def _files_layer(ctx: ProbeContext) -> _Files:
     f.proc_gpus.sort(key=lambda g: normalize_bus_id(g.bus_location))
 
     for d in LINUX_LIB_DIRS + (WSL_LIB_DIR,):
-        f.nvml_libs.extend(root.glob(d + "/libnvidia-ml.so*"))
+        f.nvml_libs.extend(glob_in(root, d, ("libnvidia-ml.so*",)))  # glob's answer, cheaper (issue 18)
     for p in ("/usr/bin/nvidia-smi", "/bin/nvidia-smi", WSL_LIB_DIR + "/nvidia-smi"):
         if root.exists(p):
             f.smi_files.append(p)
@@ -383,7 +384,7 @@ def _files_layer(ctx: ProbeContext) -> _Files:
         if proc_text is not None:
             f.linux_driver_in_wsl.append("/proc/driver/nvidia/version")
         for d in LINUX_LIB_DIRS:
-            for p in root.glob(d + "/libcuda.so*"):
+            for p in glob_in(root, d, ("libcuda.so*",)):
                 if not _links_into_wsl(ctx, p):
                     f.linux_driver_in_wsl.append(p)
         if root.exists("/usr/bin/nvidia-smi") and not _links_into_wsl(ctx, "/usr/bin/nvidia-smi"):

@@ -1,9 +1,9 @@
 """Platform probe: OS and distro, kernel, architecture, glibc, WSL, container hints."""
 from __future__ import annotations
 
-
-import platform as _platform
+import os
 import re
+from typing import Tuple
 
 from envdoctor.probes.base import ProbeContext
 from envdoctor.snapshot import Evidence, Platform, Snapshot
@@ -51,6 +51,32 @@ def container_hint(root, env) -> str | None:
     return None
 
 
+def live_uname() -> Tuple[str, str, str, str, Tuple[str, str]]:
+    """(system, machine, kernel release, host name, libc_ver()) of this machine, as the platform module answers
+    them: on Linux from os.uname() and os.confstr (what platform.uname() and platform.libc_ver() read there, its
+    "unknown" as ""), without importing platform (~2 ms, issue 18); elsewhere, or when confstr cannot say
+    (musl), platform itself."""
+    uname = getattr(os, "uname", None)
+    u = uname() if uname is not None else None
+    if u is None or u.sysname != "Linux":
+        import platform
+
+        return platform.system(), platform.machine(), platform.release(), platform.node(), platform.libc_ver()
+    system, node, release, machine = (v if v != "unknown" else "" for v in (u.sysname, u.nodename, u.release, u.machine))
+    try:
+        ver = os.confstr("CS_GNU_LIBC_VERSION")
+    except (AttributeError, ValueError, OSError):
+        ver = None
+    parts = ver.split(maxsplit=1) if ver else []
+    if len(parts) == 2:
+        libc = (parts[0], parts[1])
+    else:
+        import platform
+
+        libc = platform.libc_ver()
+    return system, machine, release, node, libc
+
+
 _LIBC_RE = lazy_re(r"libc-([0-9]{1,6}\.[0-9]{1,6})\.so$")
 
 
@@ -66,11 +92,7 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
         plat.distro_name = osr.get("PRETTY_NAME", "")
         plat.evidence.append(Evidence(f"file:{osr_path}", osr_text[:400]))
     if root.is_live:
-        plat.system = _platform.system()
-        plat.machine = _platform.machine()
-        plat.kernel = _platform.release()
-        plat.hostname = _platform.node()
-        libc, ver = _platform.libc_ver()
+        plat.system, plat.machine, plat.kernel, plat.hostname, (libc, ver) = live_uname()
         if libc == "glibc":
             plat.glibc = ver
         proc_version = root.read_text("/proc/version") or plat.kernel

@@ -14,8 +14,6 @@ import posixpath
 import re
 from typing import List, Optional
 
-from packaging.version import InvalidVersion, Version
-
 from envdoctor.parsers.rocm import (
     parse_amd_smi_static,
     parse_rocm_info_version,
@@ -29,6 +27,8 @@ from envdoctor.snapshot import Evidence, Rocm, Snapshot
 
 
 def _version_key(path: str):
+    from packaging.version import InvalidVersion, Version  # only with /opt/rocm-* dirs: not at import (issue 18)
+
     m = re.search(r"rocm-([0-9]{1,12}(?:\.[0-9]{1,12})*)(?![0-9])", path)
     try:
         return Version(m.group(1)) if m else Version("0")

@@ -1,0 +1,200 @@
+"""The process entry of ``envdoctor`` (the console script and ``python -m envdoctor``): signal handlers, the
+collector's thresholds, one way of turning failures into one line on stderr, the quick exit; and the fast door.
+
+A plain `check` or `probe` line (envdoctor.cli_spec.parse) runs its body (envdoctor.commands_run) without
+importing click, which with what it drags in (inspect, typing, datetime, uuid, ...) costs a check ~20 ms of its
+start-up (issue 18). Every other line, and every line the fast parser leaves alone, goes to click as before
+(envdoctor.cli). ``ENVDOCTOR_NO_FAST_ARGV=1`` sends every line to click (the tests compare the two doors).
+
+Both doors end in :func:`finish`, so exit codes and the one-line errors are the same function's on either; the
+fast door does around the body what click's ``main`` does around a callback (a blank line after Ctrl-C, exit 1 on
+a closed stdout). Nothing heavy is imported here before the door is chosen; click is imported on the fast door
+only to write an error line (so its bytes are click's).
+"""
+from __future__ import annotations
+
+import atexit
+import errno
+import gc
+import os
+import signal
+import sys
+import threading
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # (typing itself is not imported at run time here)
+    from types import FrameType
+    from typing import Any, Callable, Dict, List, NoReturn, Optional, Tuple
+
+FAST_OFF = "ENVDOCTOR_NO_FAST_ARGV"
+COMPLETE_VAR = "_ENVDOCTOR_COMPLETE"  # click's shell-completion request for prog_name "envdoctor"
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    if argv is not None:  # a caller running a command in-process
+        _dispatch(argv)
+    install_signal_handlers()  # the process's entry point
+    # Start-up makes many small objects and few cycles: ~65 young collections cost a check ~7 ms (issue 18).
+    # A larger first generation keeps collection on for long runs (fleet ingest) at a bounded cost.
+    gc.set_threshold(20_000, 20, 20)
+    try:
+        _dispatch(None)
+    except SystemExit as exc:
+        _exit_now(exc.code)
+        raise
+
+
+def fast_line(argv: List[str]) -> Optional[Tuple[str, Dict[str, Any]]]:
+    """(command, params) when `argv` takes the fast door, else None (click's door)."""
+    if os.environ.get(FAST_OFF) or os.environ.get(COMPLETE_VAR) or os.name == "nt":  # (click expands globs there)
+        return None
+    from envdoctor.cli_spec import parse
+
+    return parse(argv)
+
+
+def _dispatch(argv: Optional[List[str]]) -> NoReturn:
+    line = fast_line(sys.argv[1:] if argv is None else list(argv))
+    if line is None:
+        from envdoctor.cli import click_main
+
+        finish(lambda: click_main(argv))
+    name, params = line
+    finish(lambda: _as_click_calls(name, params))
+
+
+class Aborted(Exception):
+    """click's Abort, for :func:`finish`: Ctrl-C (``__cause__`` is the KeyboardInterrupt) or the end of stdin."""
+
+
+class _Pacified:
+    """A stream whose flush ignores a closed pipe (what click puts in place of stdout / stderr after EPIPE)."""
+
+    def __init__(self, wrapped: Any) -> None:
+        self.wrapped = wrapped
+
+    def flush(self) -> None:
+        try:
+            self.wrapped.flush()
+        except OSError as e:
+            if e.errno != errno.EPIPE:
+                raise
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.wrapped, attr)
+
+
+def _as_click_calls(name: str, params: Dict[str, Any]) -> Any:
+    """Run command `name`'s body (envdoctor.commands_run) as click's ``main`` imports and runs a command: Ctrl-C
+    or the end of stdin end the line on stderr and abort; a closed stdout exits 1 quietly."""
+    try:
+        import envdoctor.commands_run as bodies
+
+        return getattr(bodies, name)(**params)
+    except (EOFError, KeyboardInterrupt) as exc:
+        say(None)  # the blank line closes the terminal's ^C echo
+        raise Aborted() from exc
+    except OSError as exc:
+        if exc.errno != errno.EPIPE:
+            raise
+        sys.stdout = _Pacified(sys.stdout)
+        sys.stderr = _Pacified(sys.stderr)
+        sys.exit(1)
+
+
+def say(line: Optional[str]) -> None:
+    """One line on stderr, as click writes it (None: an empty line)."""
+    import click  # only on the way out with a message
+
+    if line is None:
+        click.echo(file=sys.stderr)
+    else:
+        click.echo(line, err=True)
+
+
+def finish(call: Callable[[], Any]) -> NoReturn:
+    """Run one command (either door) and exit: every failure as one line on stderr, never a traceback (set
+    ENVDOCTOR_DEBUG=1 to see one); exit codes in envdoctor.errors."""
+    from envdoctor.errors import EnvdoctorError
+
+    try:
+        rc = call()
+    except Aborted as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            say("envdoctor: interrupted")
+            sys.exit(130)
+        say("envdoctor: aborted")
+        sys.exit(2)
+    except EnvdoctorError as exc:
+        say(f"envdoctor: error: {exc}")
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        say("envdoctor: interrupted")
+        sys.exit(130)
+    except Stopped as exc:
+        say(f"envdoctor: stopped by {exc.signame}; its commands were killed")
+        raise
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as exc:  # noqa: BLE001 - never a traceback for users
+        if os.environ.get("ENVDOCTOR_DEBUG"):
+            raise
+        say(f"envdoctor: internal error: {type(exc).__name__}: {exc} (set ENVDOCTOR_DEBUG=1 for details)")
+        sys.exit(2)
+    sys.exit(rc if isinstance(rc, int) else 0)
+
+
+# --------------------------------------------------------------------------- signals and the quick exit
+
+
+def _on_signal(signum: int, frame: Optional[FrameType]) -> None:
+    """SIGTERM / SIGHUP / SIGINT: kill the running commands (and refuse new ones), then end with 128+n
+    (SIGINT goes on as KeyboardInterrupt, so onboard records the interrupted step; exit 130).
+    A second signal while that unwinds ends envdoctor at once."""
+    from envdoctor import subproc  # already loaded by whatever ran a command; not at every start
+
+    first = not subproc.closing()
+    subproc.shutdown()
+    if not first:
+        os._exit(128 + signum)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Stopped(signum)
+
+
+class Stopped(SystemExit):
+    """Raised by the signal handler: unwinds like sys.exit(128+n); main() says why, last."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(128 + signum)
+        self.signame = signal.Signals(signum).name
+
+
+def install_signal_handlers() -> None:
+    """Children never outlive envdoctor: see envdoctor.subproc. A signal the caller ignores (nohup) stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for name in ("SIGTERM", "SIGHUP", "SIGINT"):
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) in (signal.SIG_DFL, signal.default_int_handler):
+            signal.signal(sig, _on_signal)
+
+
+def _exit_now(code: Any) -> None:
+    """End the process without tearing the interpreter down (that costs check ~20 ms of its start-up budget,
+    issue 18): the output is flushed and the atexit handlers (envdoctor.subproc's) run as on a normal exit.
+    Only when no other thread is left; otherwise, and in-process, the caller exits as usual."""
+    if threading.active_count() > 1:
+        return
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        sys.stderr.write(f"{code}\n")
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: the exit status still says how it went
+            pass
+    atexit._run_exitfuncs()
+    os._exit(code)
