@@ -12,8 +12,8 @@ reaped and ``collect`` returns None: the probes then run in this process as they
 can make a run slower, never different. A BadInput a probe raises in the child (a ``--python`` that is not Python)
 is raised again here, the same exception with the same message and exit code.
 
-When: Linux only (os.fork, and only while this process has one thread, in the main thread; never after
-envdoctor.subproc's shutdown began). Not on macOS: Apple documents fork without exec as unsafe once system
+When: Linux only (os.fork, and only while this process has one thread, in the main thread, may run on two CPUs or
+more, and envdoctor.subproc's shutdown has not begun). Not on macOS: Apple documents fork without exec as unsafe once system
 frameworks are loaded; envdoctor loads none itself, but the interpreter or a library may, and a wrong guess there is
 a hang, so macOS and the other POSIX systems keep the in-process path (with its first-command prefetch, as on
 Windows). ``ENVDOCTOR_NO_FORK=1`` turns the fork off (tests, debugging, comparisons).
@@ -62,6 +62,8 @@ def enabled() -> bool:
         return False
     if threading.active_count() != 1 or threading.current_thread() is not threading.main_thread():
         return False  # another thread may hold a lock the child would need: it would hang there
+    if len(os.sched_getaffinity(0)) < 2:
+        return False  # one CPU (taskset, a cpuset): the two would take turns, and the fork only costs
     subproc = sys.modules.get("envdoctor.subproc")
     return subproc is None or not subproc.closing()
 
@@ -79,15 +81,17 @@ def start(python_path: Optional[str], root_dir: Optional[str], timeout: float, k
     """Fork a child that probes as obtain_snapshot(python_path, root_dir, None, timeout, kernels) would; whether
     one was started (False: not allowed here, or the fork failed; nothing changed then). Never raises."""
     global _PENDING
-    discard()
     try:
         key = _key(python_path, root_dir, timeout, kernels)
     except OSError:  # the working directory is gone: probe in-process, which says what it finds
+        key = None
+    if _PENDING is not None and _PENDING[0] == key:
+        return True  # already probing for the same (an earlier call, e.g. before the command line was parsed)
+    discard()
+    if key is None:
         return False
 
     def probe() -> bytes:
-        import pickle
-
         from envdoctor.doctor import probe_here
         from envdoctor.errors import BadInput
 
@@ -95,10 +99,13 @@ def start(python_path: Optional[str], root_dir: Optional[str], timeout: float, k
             outcome: Tuple[str, Any] = ("snapshot", probe_here(python_path, root_dir, timeout, kernels))
         except BadInput as exc:
             outcome = ("bad input", exc)
-        # pickle, not JSON: this is IPC between a process and its own fork (same code, same user, an anonymous
-        # pipe nobody else holds), never a file; it rebuilds the very objects (exact, shared references and all)
-        # in ~0.5 ms where Snapshot.from_dict takes ~3.5 ms. The cache files' rule (JSON only) is about files.
-        return pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
+        return _pickle().dumps(outcome, protocol=-1)  # the highest protocol
+
+    if not enabled():
+        return False
+    # Both processes need the snapshot model (the probes fill it; this one unpickles and judges it): imported once,
+    # here, it is shared instead of built twice (~9 ms of CPU); the child would import it first thing anyway.
+    import envdoctor.snapshot  # noqa: F401
 
     child = fork(probe, stuck_after(timeout))
     if child is None:
@@ -122,21 +129,34 @@ def collect(python_path: Optional[str], root_dir: Optional[str], timeout: float,
     if not same:
         child.end()
         return None
-    import pickle
-
     from envdoctor.errors import BadInput
     from envdoctor.snapshot import Snapshot  # what unpickling needs, imported while the child still works
 
+    loads = _pickle().loads
     payload = child.result()
     if payload is None:
         return None
     try:
-        kind, value = pickle.loads(payload)
+        kind, value = loads(payload)
     except Exception:  # noqa: BLE001 - bad data is a failed child: probe in-process
         return None
     if kind == "bad input" and isinstance(value, BadInput):
         raise value
     return value if kind == "snapshot" and isinstance(value, Snapshot) else None
+
+
+def _pickle() -> Any:
+    """pickle's C implementation: 1 ms to import where the pickle module takes 3 (struct, re, its Python half).
+
+    Pickle, not JSON, because this is IPC between a process and its own fork (same code, same user, an anonymous
+    pipe nobody else holds), never a file: it rebuilds the very objects (exact: types, shared references and all)
+    in ~0.5 ms, where to_dict + JSON + Snapshot.from_dict takes ~3.5 ms. The rule that cache files are JSON only
+    is about files, which others could write."""
+    try:
+        import _pickle as impl
+    except ImportError:  # an interpreter without the accelerator
+        import pickle as impl  # type: ignore[no-redef]
+    return impl
 
 
 def discard() -> None:

@@ -316,6 +316,27 @@ def test_another_thread_means_no_fork_and_the_first_command_prefetch(tmp_path, m
     assert probefork._PENDING is None
 
 
+def test_one_cpu_means_no_fork(monkeypatch):
+    monkeypatch.delenv("ENVDOCTOR_NO_FORK", raising=False)
+    assert probefork.enabled()
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})  # taskset -c 0
+    assert not probefork.enabled() and not probefork.start(None, None, 5.0)
+
+
+def test_a_second_prefetch_for_the_same_keeps_its_child(monkeypatch):
+    """An early prefetch (right after the command line) and the command's own: one child."""
+    monkeypatch.delenv("ENVDOCTOR_NO_FORK", raising=False)
+    doctor.prefetch(sys.executable, None, None, 10.0)
+    first = _pending_child()
+    doctor.prefetch(sys.executable, None, None, 10.0)
+    assert _pending_child() is first and first.returncode is None
+    doctor.prefetch(None, None, None, 10.0)  # another --python: the first child is ended, a new one probes
+    second = _pending_child()
+    assert second is not first and _reaped(first)
+    probefork.discard()
+    assert _reaped(second)
+
+
 def test_an_uncollected_child_is_ended_and_reaped(monkeypatch):
     monkeypatch.delenv("ENVDOCTOR_NO_FORK", raising=False)
     doctor.prefetch(None, None, None, 10.0)
