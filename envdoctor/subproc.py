@@ -16,7 +16,8 @@ of its own. Bounds, for every command:
   on a normal exit (atexit), by the CLI's SIGTERM / SIGHUP / SIGINT handlers (:func:`shutdown`), and,
   where ``/bin/sh`` exists, by a watchdog: one small shell process per envdoctor that holds a pipe from
   it and, when that pipe closes because envdoctor ended in any way (SIGKILL included), kills every group
-  still registered (ENVDOCTOR_NO_WATCHDOG=1 turns it off, for tests of the rest). Limits: a command
+  still registered (ENVDOCTOR_NO_WATCHDOG=1 turns it off, for tests of the rest). A probing child forked by
+  envdoctor.probefork has all of this for its own commands, and shutdown() ends it too. Limits: a command
   started in the microseconds before envdoctor was SIGKILLed, not yet registered, and a grandchild that
   left its group (setsid/daemonised) escape; catching those needs PID namespaces or a cgroup, which
   envdoctor does not ask for.
