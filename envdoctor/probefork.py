@@ -42,6 +42,7 @@ from typing import Any, Callable, List, Optional, Tuple
 
 GRACE = 1.0  # seconds a child asked to stop (its pipe closed, SIGTERM) gets to kill its commands before SIGKILL
 _READ = 1 << 16
+_STDIO = 3  # descriptors 0, 1, 2
 
 _CHILDREN: List["Child"] = []  # forked and not reaped yet: ended by end_all()
 _AT_EXIT = False  # end_all registered with atexit
@@ -305,9 +306,9 @@ def _child_main(work: Callable[[], bytes], result_fd: int, life_fd: int, parents
         if subproc is not None:
             subproc._after_fork()
         null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
+        for fd in range(_STDIO):  # stdin, stdout, stderr
             os.dup2(null, fd)
-        if null > 2:
+        if null >= _STDIO:
             os.close(null)
         threading.Thread(target=_watch_parent, args=(life_fd,), name="envdoctor-parent-watch", daemon=True).start()
         view = memoryview(work())
