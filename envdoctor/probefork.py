@@ -150,9 +150,10 @@ def _pickle() -> Any:
     """pickle's C implementation: 1 ms to import where the pickle module takes 3 (struct, re, its Python half).
 
     Pickle, not JSON, because this is IPC between a process and its own fork (same code, same user, an anonymous
-    pipe nobody else holds), never a file: it rebuilds the very objects (exact: types, shared references and all)
-    in ~0.5 ms, where to_dict + JSON + Snapshot.from_dict takes ~3.5 ms. The rule that cache files are JSON only
-    is about files, which others could write."""
+    pipe no other process inherits), never a file: it rebuilds the very objects (exact: types, shared references
+    and all) in ~0.5 ms, where to_dict + JSON + Snapshot.from_dict takes ~3.5 ms. Only a process of the same user
+    could reach the pipe (through /proc), and such a process can already ptrace either end. The rule that cache
+    files are JSON only is about files, which outlive the run and which others could write."""
     try:
         import _pickle as impl
     except ImportError:  # an interpreter without the accelerator
