@@ -43,6 +43,7 @@ from typing import Any, Callable, List, Optional, Tuple
 GRACE = 1.0  # seconds a child asked to stop (its pipe closed, SIGTERM) gets to kill its commands before SIGKILL
 _READ = 1 << 16
 _STDIO = 3  # descriptors 0, 1, 2
+_HEADER = 8  # bytes before a child's answer: its length
 
 _CHILDREN: List["Child"] = []  # forked and not reaped yet: ended by end_all()
 _AT_EXIT = False  # end_all registered with atexit
@@ -181,37 +182,57 @@ class Child:
         self._life_fd = life_fd  # written by nobody: its closing tells the child to stop
         self.deadline = time.monotonic() + limit
         self.returncode: Optional[int] = None  # once reaped: its exit status, or -N for signal N
+        self.delivered = False  # its whole answer came
 
     def result(self) -> Optional[bytes]:
-        """What the child sent, once it exited with status 0; None when it failed in any way or is still working at
-        its deadline. Either way it is ended and reaped when this returns."""
+        """What the child sent, once all of it came; None when it failed in any way (died, killed, sent less than
+        it announced) or is still working at its deadline: then it is ended and reaped. A child that delivered is
+        exiting on its own; it is reaped now if it is done, else by end_all() at exit (it is not waited for here:
+        its exit, the teardown of its memory, comes after its answer)."""
         import select
 
-        chunks: List[bytes] = []
+        data = bytearray()
+        want = _HEADER
         try:
-            while True:
+            while len(data) < want:
                 left = self.deadline - time.monotonic()
                 if left <= 0:
-                    return None
+                    break
                 if not select.select([self._result_fd], [], [], left)[0]:
                     continue
-                data = os.read(self._result_fd, _READ)
-                if not data:  # its end closed: it is exiting (only os._exit closes it)
+                chunk = os.read(self._result_fd, _READ)
+                if not chunk:  # its end closed before the whole answer: it died
                     break
-                chunks.append(data)
-            code = self._wait(self.deadline)
-            return b"".join(chunks) if code == 0 else None
+                data += chunk
+                if want == _HEADER and len(data) >= _HEADER:
+                    want += int.from_bytes(data[:_HEADER], "big")
+            if want > _HEADER and len(data) == want:
+                self.delivered = True
+                self._close()  # the child sees its life line close: it exits now even if something of its hangs
+                if self._wait(time.monotonic()) is not None and self in _CHILDREN:
+                    _CHILDREN.remove(self)
+                return bytes(data[_HEADER:])
         except (OSError, ValueError):
-            return None
-        finally:
-            self.end()
+            pass
+        self.end()
+        return None
 
     def end(self) -> None:
         """Stop the child if it still runs and reap it: its pipes close (it notices and stops), SIGTERM (it kills its
-        commands and exits), SIGKILL after GRACE (its watchdog kills its commands). Never raises; idempotent (a
-        signal handler may call it while the main thread is inside it)."""
+        commands and exits), SIGKILL after GRACE (its watchdog kills its commands). One that delivered its answer
+        gets GRACE to exit on its own first. Never raises; idempotent (a signal handler may call it while the main
+        thread is inside it)."""
         if self in _CHILDREN:
             _CHILDREN.remove(self)
+        self._close()
+        if self._wait(time.monotonic() + (GRACE if self.delivered else 0.0)) is not None:
+            return
+        self._signal(signal.SIGTERM)
+        if self._wait(time.monotonic() + GRACE) is None:
+            self._signal(signal.SIGKILL)
+            self._wait(None)
+
+    def _close(self) -> None:
         for name in ("_life_fd", "_result_fd"):
             fd = getattr(self, name)
             if fd >= 0:
@@ -220,12 +241,6 @@ class Child:
                     os.close(fd)
                 except OSError:
                     pass
-        if self._wait(time.monotonic()) is not None:
-            return
-        self._signal(signal.SIGTERM)
-        if self._wait(time.monotonic() + GRACE) is None:
-            self._signal(signal.SIGKILL)
-            self._wait(None)
 
     def _signal(self, sig: int) -> None:
         if self.returncode is None:  # not reaped: its pid cannot belong to another process yet
@@ -256,7 +271,7 @@ class Child:
 
 def fork(work: Callable[[], bytes], limit: float) -> Optional[Child]:
     """Run work() in a forked child (see the module's docstring); its bytes come back from Child.result() within
-    `limit` seconds. None when this process may not fork now (enabled()) or the fork failed."""
+    `limit` seconds (its length first, so that the answer is known complete before the child has exited). None when this process may not fork now (enabled()) or the fork failed."""
     global _AT_EXIT
     if not enabled():
         return None
@@ -312,7 +327,8 @@ def _child_main(work: Callable[[], bytes], result_fd: int, life_fd: int, parents
         if null >= _STDIO:
             os.close(null)
         threading.Thread(target=_watch_parent, args=(life_fd,), name="envdoctor-parent-watch", daemon=True).start()
-        view = memoryview(work())
+        answer = work()
+        view = memoryview(len(answer).to_bytes(_HEADER, "big") + answer)
         while view:
             view = view[os.write(result_fd, view):]
         code = 0

@@ -177,6 +177,10 @@ def _pending_child() -> probefork.Child:
 
 
 def _reaped(child: probefork.Child) -> bool:
+    """Reaped (not even a zombie left). One that delivered its answer is reaped when it is done or at exit: that
+    exit's end_all() runs first."""
+    if child.delivered:
+        probefork.end_all()
     return child.returncode is not None and not os.path.exists(f"/proc/{child.pid}")
 
 
@@ -214,7 +218,7 @@ def test_the_same_arguments_take_the_childs_snapshot(tmp_path, monkeypatch):
     doctor.prefetch(sys.executable, None, None, 10.0)
     child = _pending_child()
     snap = doctor.obtain_snapshot(sys.executable, None, None, 10.0)
-    assert probed() == [child.pid] and child.returncode == 0 and _reaped(child)
+    assert probed() == [child.pid] and child.delivered and _reaped(child)
     assert isinstance(snap, Snapshot) and snap.python.version == "%d.%d.%d" % sys.version_info[:3]
 
 
@@ -233,7 +237,8 @@ def test_bad_data_or_a_failed_child_probes_in_process(tmp_path, monkeypatch, wha
     child = _pending_child()
     snap = doctor.obtain_snapshot(None, None, None, 10.0)
     assert probed() == [child.pid, os.getpid()], probed()
-    assert child.returncode == (0 if what == "not a snapshot" else 1) and _reaped(child)
+    assert child.delivered == (what == "not a snapshot") and _reaped(child)
+    assert child.delivered or child.returncode == 1
     assert isinstance(snap, Snapshot) and [p.name for p in snap.probes][:2] == ["python", "host"]
 
 
@@ -253,6 +258,22 @@ def test_a_stuck_child_is_ended_with_its_command_and_the_probes_run_in_process(t
     parents = _parents(tmp_path)
     assert child.pid in parents and os.getpid() in parents  # the child started nvcc; then this process probed
     assert any(t.path == str(tmp_path) and t.version.startswith("12.5") for t in snap.toolkits), snap.toolkits
+
+
+def test_a_childs_answer_comes_whole_however_long(monkeypatch):
+    """The answer is framed by its length: one larger than a pipe's buffer comes whole; a child that fails before
+    answering gives None; both are reaped."""
+    monkeypatch.delenv("ENVDOCTOR_NO_FORK", raising=False)
+    big = bytes(range(256)) * 1024  # 256 KiB
+    child = probefork.fork(lambda: big, 30.0)
+    assert child is not None and child.result() == big and child.delivered and _reaped(child)
+
+    def fail() -> bytes:
+        raise RuntimeError("no answer")
+
+    child = probefork.fork(fail, 30.0)
+    assert child is not None and child.result() is None and not child.delivered
+    assert child.returncode == 1 and _reaped(child)
 
 
 def test_stuck_after_exceeds_the_probes_own_bound():
@@ -286,7 +307,7 @@ def test_bad_input_in_process_is_the_same_exception(tmp_path, monkeypatch):
     child = _pending_child()
     with pytest.raises(BadInput) as forked:
         doctor.obtain_snapshot(str(tmp_path / "missing"), None, None, 5.0)
-    assert _reaped(child) and child.returncode == 0
+    assert child.delivered and _reaped(child)
     with pytest.raises(BadInput) as here:
         doctor.probe_here(str(tmp_path / "missing"), None, 5.0)
     assert str(forked.value) == str(here.value) and forked.value.exit_code == here.value.exit_code == 2
