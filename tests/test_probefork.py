@@ -22,7 +22,7 @@ from envdoctor.errors import BadInput
 from envdoctor.probes import binaries
 from envdoctor.snapshot import Snapshot
 
-from .cli_run import one_line_error
+from .cli_run import one_line_error, run
 from .fakes import FIX, make_exe, process_gone, wait_until, write
 
 REPO = Path(__file__).resolve().parents[1]
@@ -366,6 +366,21 @@ def test_an_uncollected_child_is_ended_and_reaped(monkeypatch):
     assert _reaped(child)
     probefork.discard()
     assert probefork._PENDING is None and not probefork._CHILDREN
+
+
+def test_the_child_flushes_no_buffered_output_and_runs_no_exit_handler(machine):
+    """Output buffered before the fork, and the atexit handlers, are this process's alone: once each."""
+    tmp, env, _, _ = machine
+    marks = tmp / "atexit.log"
+    prelude = (f"import atexit, os, sys\nsys.stdout.write('BUFFERED-BEFORE-THE-FORK\\n')\n"
+               f"open({str(tmp / 'pid')!r}, 'w').write(str(os.getpid()))\n"
+               f"atexit.register(lambda: open({str(marks)!r}, 'a').write('exit\\n'))\n")
+    done = run("check", "--format", "json", prelude=prelude, env=env, cwd=str(tmp))
+    assert done.returncode in (0, 1), done.stderr
+    assert done.stdout.count("BUFFERED-BEFORE-THE-FORK") == 1 and marks.read_text() == "exit\n"
+    parents = set(_parents(tmp))
+    assert len(parents) == 1 and int((tmp / "pid").read_text()) not in parents  # probed by the child
+    assert done.stdout.count('"findings"') == 1
 
 
 # --------------------------------------------------------------------------- signals, SIGKILL, an early exit
