@@ -132,7 +132,7 @@ def collect(python_path: Optional[str], root_dir: Optional[str], timeout: float,
         child.end()
         return None
     from envdoctor.errors import BadInput
-    from envdoctor.snapshot import Snapshot  # what unpickling needs, imported while the child still works
+    from envdoctor.snapshot import Snapshot  # (loaded before the fork: unpickling needs it)
 
     loads = _pickle().loads
     payload = child.result()
@@ -214,6 +214,9 @@ class Child:
                 return bytes(data[_HEADER:])
         except (OSError, ValueError):
             pass
+        except BaseException:  # KeyboardInterrupt without the CLI's handlers (which end it themselves)
+            self.end()
+            raise
         self.end()
         return None
 
