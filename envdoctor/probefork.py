@@ -45,6 +45,14 @@ _READ = 1 << 16
 _STDIO = 3  # descriptors 0, 1, 2
 _HEADER = 8  # bytes before a child's answer: its length
 
+# Modules the probes import that judging imports too (the snapshot model: the probes fill it, this process unpickles
+# and judges it): imported here, before the fork, they are shared instead of built twice (~25 ms of CPU a check). The
+# child needs them anyway, so its work is the same; tests/test_probefork.py keeps every name one both sides import.
+SHARED = ("envdoctor.snapshot", "datetime", "packaging.version", "packaging.specifiers", "envdoctor.lazyre",
+          "envdoctor.infile", "envdoctor.facts.versions", "envdoctor.facts.platform", "envdoctor.facts.pins",
+          "envdoctor.knowledge.load", "envdoctor.knowledge.tables", "envdoctor.knowledge.matrices", "envdoctor.binaries",
+          "envdoctor.parsers.breadth", "envdoctor.parsers.jax_build", "envdoctor.parsers.nvidia_smi")
+
 _CHILDREN: List["Child"] = []  # forked and not reaped yet: ended by end_all()
 _AT_EXIT = False  # end_all registered with atexit
 _PENDING: Optional[Tuple[tuple, "Child"]] = None  # the probing child start() began: (what it was started for, it)
@@ -105,10 +113,8 @@ def start(python_path: Optional[str], root_dir: Optional[str], timeout: float, k
 
     if not enabled():
         return False
-    # Both processes need the snapshot model (the probes fill it; this one unpickles and judges it): imported once,
-    # here, it is shared instead of built twice (~9 ms of CPU); the child would import it first thing anyway.
-    import envdoctor.snapshot  # noqa: F401
-
+    for name in SHARED:
+        __import__(name)
     child = fork(probe, stuck_after(timeout))
     if child is None:
         return False

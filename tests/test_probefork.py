@@ -383,6 +383,25 @@ def test_the_child_flushes_no_buffered_output_and_runs_no_exit_handler(machine):
     assert done.stdout.count('"findings"') == 1
 
 
+def test_the_modules_imported_before_the_fork_are_ones_both_sides_import(machine):
+    """probefork.SHARED: each is imported by the probes (an in-process `probe`) and by judging (`check --snapshot`),
+    neither of which had it at the start; so importing it once before the fork only saves the second import."""
+    tmp, env, _, _ = machine
+    record = ("import atexit, json, os, sys\nfirst = set(sys.modules)\n"
+              "atexit.register(lambda: open(os.environ['MODULES_OUT'], 'w').write(json.dumps(sorted(set(sys.modules)"
+              " - first))))\n")
+    snap = tmp / "snap.json"
+    got = {}
+    for name, args, extra in (("probes", ["probe", "--format", "json", "-o", str(snap)], {"ENVDOCTOR_NO_FORK": "1"}),
+                              ("judging", ["check", "--snapshot", str(snap), "--format", "json"], {})):
+        out = tmp / f"{name}.json"
+        done = run(*args, prelude=record, env=dict(env, MODULES_OUT=str(out), **extra), cwd=str(tmp))
+        assert done.returncode in (0, 1), done.stderr
+        got[name] = set(json.loads(out.read_text()))
+    for name in ("probes", "judging"):
+        assert not set(probefork.SHARED) - got[name], (name, sorted(set(probefork.SHARED) - got[name]))
+
+
 # --------------------------------------------------------------------------- signals, SIGKILL, an early exit
 
 
