@@ -46,12 +46,10 @@ _STDIO = 3  # descriptors 0, 1, 2
 _HEADER = 8  # bytes before a child's answer: its length
 
 # Modules the probes import that judging imports too (the snapshot model: the probes fill it, this process unpickles
-# and judges it): imported here, before the fork, they are shared instead of built twice (~25 ms of CPU a check). The
+# and judges it): imported here, before the fork, they are shared instead of built twice. The
 # child needs them anyway, so its work is the same; tests/test_probefork.py keeps every name one both sides import.
-SHARED = ("envdoctor.snapshot", "datetime", "packaging.version", "packaging.specifiers", "envdoctor.lazyre",
-          "envdoctor.infile", "envdoctor.facts.versions", "envdoctor.facts.platform", "envdoctor.facts.pins",
-          "envdoctor.knowledge.load", "envdoctor.knowledge.tables", "envdoctor.knowledge.matrices", "envdoctor.binaries",
-          "envdoctor.parsers.breadth", "envdoctor.parsers.jax_build", "envdoctor.parsers.nvidia_smi")
+SHARED = ("envdoctor.snapshot", "datetime", "envdoctor.lazyre", "envdoctor.infile", "envdoctor.cachedir",
+          "envdoctor.binaries", "envdoctor.parsers.breadth", "envdoctor.parsers.jax_build", "envdoctor.parsers.nvidia_smi")
 
 _CHILDREN: List["Child"] = []  # forked and not reaped yet: ended by end_all()
 _AT_EXIT = False  # end_all registered with atexit
