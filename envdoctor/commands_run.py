@@ -3,8 +3,8 @@ commands' callbacks (envdoctor.commands, envdoctor.cli.probe) call these with th
 envdoctor.entry calls them with the params envdoctor.cli_spec.parse read from a plain command line (no click
 imported at all).
 
-The first thing each body does is start the probes' first commands (envdoctor.doctor.prefetch), so they run while
-the rules are imported and the data loaded (issue 18); both doors get that.
+The first thing each body does is start probing (envdoctor.doctor.prefetch: a forked child, or the probes' first
+commands), so it runs while the rules are imported and the data loaded (issue 18); both doors get that.
 """
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ def check(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Op
     """`envdoctor check`: judge the machine, write the report, exit 0 / 1 (envdoctor.errors)."""
     if with_smoke and (snapshot_file or root_dir):
         raise BadInput("--smoke runs the frameworks of a live environment: it cannot be combined with --snapshot or --root")
-    # the probes' first commands start now and run while the rules are imported and the data loaded (issue 18)
-    doctor.prefetch(python_path, root_dir, snapshot_file, timeout)
+    # probing starts now (a forked child, or its first commands) and runs while the rules are imported (issue 18)
+    doctor.prefetch(python_path, root_dir, snapshot_file, timeout, kernels=with_kernels)
     from envdoctor.formats.marks import use_color
 
     expected = doctor.expected_on_cpu(expect_cpu)
@@ -48,7 +48,7 @@ def probe(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Op
           output: Optional[str], force_output: bool, no_redact: bool, fleet: bool, node_name: Optional[str],
           with_kernels: bool) -> None:
     """`envdoctor probe`: take a snapshot of the machine and write it (JSON or text)."""
-    doctor.prefetch(python_path, root_dir, snapshot_file, timeout)
+    doctor.prefetch(python_path, root_dir, snapshot_file, timeout, kernels=with_kernels)
     snap = doctor.obtain_snapshot(python_path, root_dir, snapshot_file, timeout, kernels=with_kernels)
     data = doctor.snapshot_dict(snap, redact=not no_redact)
     if fleet or node_name:  # an explicit opt-in: the node name is what a fleet report is about

@@ -36,13 +36,22 @@ def split_ids(values: Optional[Iterable[str]]) -> List[str]:
 
 def obtain_snapshot(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Optional[str], timeout: float,
                     kernels: bool = False) -> Any:
-    """Probe the machine (or load a saved snapshot); bad input raises BadInput."""
+    """Probe the machine (or load a saved snapshot); bad input raises BadInput. Takes the snapshot of the child
+    prefetch() forked for the same arguments when it has one (envdoctor.probefork), else probes here."""
     if snapshot_file:
         if python_path or root_dir:
             raise BadInput("--snapshot cannot be combined with --python or --root")
         from envdoctor.snapshot_io import load_snapshot
 
         return load_snapshot(snapshot_file)
+    from envdoctor import probefork
+
+    snap = probefork.collect(python_path, root_dir, timeout, kernels)  # None: no child, or it failed
+    return snap if snap is not None else probe_here(python_path, root_dir, timeout, kernels)
+
+
+def probe_here(python_path: Optional[str], root_dir: Optional[str], timeout: float, kernels: bool = False) -> Any:
+    """Probe the machine in this process (obtain_snapshot without --snapshot; a probing child runs this too)."""
     from envdoctor.probes import ProbeContext, run_probes
 
     root = Root("/")
@@ -59,10 +68,17 @@ def obtain_snapshot(python_path: Optional[str], root_dir: Optional[str], snapsho
     return run_probes(ctx)  # a --python that is not Python raises BadInput from its probe
 
 
-def prefetch(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Optional[str], timeout: float) -> None:
-    """Start the probes' first commands now (obtain_snapshot's arguments), so they run while the caller imports the
-    rules and loads the data; nothing for --snapshot or --root, and never raises (see envdoctor.probes.prefetch)."""
-    if snapshot_file or root_dir:
+def prefetch(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Optional[str], timeout: float,
+             kernels: bool = False) -> None:
+    """Start probing now (obtain_snapshot's arguments), so that it works while the caller imports the rules and
+    loads the data: in a forked child where the platform allows (envdoctor.probefork: the whole run, on another
+    core), else the probes' first commands (envdoctor.probes.prefetch; not for --root). Nothing for --snapshot;
+    never raises."""
+    if snapshot_file:
+        return
+    from envdoctor import probefork
+
+    if probefork.start(python_path, root_dir, timeout, kernels) or root_dir:
         return
     from envdoctor.probes import prefetch as start
 
