@@ -11,12 +11,12 @@ imported where they are used, so `lock` pays for no rule and `explain` for no pr
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from envdoctor.errors import BadInput
 from envdoctor.fsroot import Root
+from envdoctor.records import replace
 from envdoctor.redact import redact_dict, redactor_for
 
 # (the rules to run, the matrices or None, the data's warnings): what judging needs besides the snapshot
@@ -153,9 +153,9 @@ def redact_findings(report: Any, snap: Any) -> None:
     """Findings quote paths and values from the machine: redact them like the snapshot they come from."""
     text = redactor_for(snap).text
     report.findings = [
-        dataclasses.replace(
+        replace(
             f, message=text(f.message), fix=[text(x) for x in f.fix], consequences=[text(x) for x in f.consequences],
-            evidence=[dataclasses.replace(e, value=text(e.value), source=text(e.source)) for e in f.evidence])
+            evidence=[replace(e, value=text(e.value), source=text(e.source)) for e in f.evidence])
         for f in report.findings]
 
 

@@ -1,12 +1,11 @@
 """The doctor's report: a snapshot, the findings, and what the data was."""
 from __future__ import annotations
 
-from dataclasses import field
 from typing import Any, Dict, List
 
 from envdoctor.rules.base import Finding
 from envdoctor.snapshot import Snapshot
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 
 REPORT_SCHEMA_VERSION = "1.0"  # check's JSON report (envdoctor.formats.json, docs/report.md)
 

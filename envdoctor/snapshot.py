@@ -12,13 +12,12 @@ Conventions:
 """
 from __future__ import annotations
 
-import dataclasses
+import builtins
 import json
 import typing
-from dataclasses import field
 from typing import Any, Dict, List, Optional
 
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field, fields, has_default
 
 SCHEMA_VERSION = "1.0"
 
@@ -421,8 +420,8 @@ def _to_json(obj: Any) -> Any:
     if cls in _PLAIN:
         return obj
     names = _FIELD_NAMES.get(cls)
-    if names is None and dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(obj))
+    if names is None and hasattr(cls, "__dataclass_fields__") and not isinstance(obj, type):
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(obj))
     if names is not None:
         return {n: _to_json(getattr(obj, n)) for n in names}
     if isinstance(obj, list):
@@ -437,8 +436,61 @@ _HINTS: dict = {}
 
 def _hints(cls: type) -> dict:
     if cls not in _HINTS:
-        _HINTS[cls] = typing.get_type_hints(cls)
+        _HINTS[cls] = _simple_hints(cls)
     return _HINTS[cls]
+
+
+def _simple_hints(cls: type) -> dict:
+    """``typing.get_type_hints(cls)`` for this module's annotations (names of this module and of typing,
+    subscripted, quoted or not) without compiling each string, which cost ~2 ms a `check --snapshot` (issue 18);
+    anything else goes to typing.get_type_hints. tests/test_snapshot.py compares the two on every model class."""
+    out: dict = {}
+    for klass in reversed(cls.__mro__):
+        annotations = klass.__dict__.get("__annotations__", {})
+        if annotations and klass.__module__ != __name__:
+            return typing.get_type_hints(cls)  # a class from elsewhere: its module's names, typing decides
+        for name, text in annotations.items():
+            hint = _evaluate(text, klass.__dict__) if isinstance(text, str) else None
+            if hint is None:
+                return typing.get_type_hints(cls)
+            out[name] = hint
+    return out
+
+
+def _evaluate(text: str, local: Any) -> Any:
+    """`text` as a hint (Name, Name[arg, ...], "Name") as typing evaluates it for a class with namespace `local`
+    (this module's names first, then the class's, then builtins), or None when it is not that simple."""
+    text = text.strip()
+    if len(text) > 1 and text[0] == text[-1] and text[0] in "\"'":
+        text = text[1:-1].strip()
+    head, bracket, rest = text.partition("[")
+    head = head.strip()
+    space = globals()
+    if head in space:
+        base = space[head]
+    elif head in local or not head.isidentifier() or not hasattr(builtins, head):
+        return None
+    else:
+        base = getattr(builtins, head)
+    if not bracket:
+        return base
+    if not rest.endswith("]"):
+        return None
+    args, depth, start, inner = [], 0, 0, rest[:-1]
+    for i, ch in enumerate(inner + ","):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            arg = _evaluate(inner[start:i], local)
+            if arg is None:
+                return None
+            args.append(arg)
+            start = i + 1
+    if depth or not args or base not in (Optional, List, Dict):
+        return None
+    return base[args[0]] if len(args) == 1 else base[tuple(args)]
 
 
 def _from_json(tp: Any, value: Any, where: str) -> Any:
@@ -449,15 +501,15 @@ def _from_json(tp: Any, value: Any, where: str) -> Any:
             return None
         inner = [a for a in args if a is not type(None)]
         return _from_json(inner[0], value, where)
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):  # a record's class (a hint is never an instance)
+    if isinstance(tp, type) and hasattr(tp, "__dataclass_fields__"):  # a record's class (a hint is never an instance)
         if not isinstance(value, dict):
             raise ValueError(f"{where}: expected an object")
         hints = _hints(tp)
         kwargs = {}
-        for f in dataclasses.fields(tp):
+        for f in fields(tp):
             if f.name in value:
                 kwargs[f.name] = _from_json(hints[f.name], value[f.name], f"{where}.{f.name}")
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            elif not has_default(f):
                 raise ValueError(f"{where}: missing field {f.name!r}")
         return tp(**kwargs)
     if origin in (list, List):

@@ -31,11 +31,10 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import field
 from typing import Callable, Dict, Optional, Mapping, Sequence, Tuple, Union
 
 from envdoctor import probefork
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 
 DEFAULT_TIMEOUT = 5.0
 MAX_OUTPUT = 1 << 20  # keep at most 1 MiB of each stream; a captured stream past it gets the command killed

@@ -149,3 +149,99 @@ def test_check_through_the_cli_reads_the_cache(tmp_path):
     second = run("check", "--snapshot", str(snap_file), "--format", "json", env=env)
     assert json.loads(second.stdout)["findings"] == json.loads(first.stdout)["findings"]
     assert cached.stat().st_mtime_ns == stamp  # read, not written again
+
+
+def _no_content_read(monkeypatch):
+    """Hashing the inputs' bytes from now on fails the test: the stat key alone must decide."""
+    def refuse(*a, **k):
+        raise AssertionError("the inputs' bytes were hashed")
+
+    monkeypatch.setattr(C, "_digest", refuse)
+    _no_toml(monkeypatch)
+
+
+def test_a_hit_on_unchanged_files_reads_none_of_them(data, monkeypatch):
+    bundled, overlay = data
+    first = load_matrices(cache_dir=overlay, bundled_dir=bundled)
+    entry = json.loads(C.cache_path().read_text())
+    assert entry["stat"] == C._stat_key(bundled, overlay) and entry["key"] == C._digest(bundled, overlay)
+    _no_content_read(monkeypatch)
+    _same(load_matrices(cache_dir=overlay, bundled_dir=bundled), first)
+
+
+def test_a_touched_table_is_judged_by_its_content(data, monkeypatch):
+    """Same bytes, other stat facts (touched, copied): the content key matches, nothing is rebuilt, and the entry
+    learns the new stat key; other bytes of the same size under a new mtime: rebuilt."""
+    import os
+
+    bundled, overlay = data
+    first = load_matrices(cache_dir=overlay, bundled_dir=bundled)
+    old = json.loads(C.cache_path().read_text())
+    st = os.stat(bundled / "gpus.toml")
+    os.utime(bundled / "gpus.toml", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    _no_toml(monkeypatch)
+    _same(load_matrices(cache_dir=overlay, bundled_dir=bundled), first)
+    new = json.loads(C.cache_path().read_text())
+    assert new["key"] == old["key"] and new["stat"] != old["stat"] and new["stat"] == C._stat_key(bundled, overlay)
+    monkeypatch.undo()
+    monkeypatch.setenv("ENVDOCTOR_CACHE_DIR", str(C.cache_path().parent.parent))
+    text = (bundled / "gpus.toml").read_text()
+    assert '"NVIDIA A100-SXM4-80GB"' in text
+    (bundled / "gpus.toml").write_text(text.replace('"NVIDIA A100-SXM4-80GB"', '"NVIDIA Z100-SXM4-80GB"', 1))
+    st2 = os.stat(bundled / "gpus.toml")
+    assert st2.st_size == st.st_size
+    os.utime(bundled / "gpus.toml", ns=(st.st_atime_ns, st.st_mtime_ns + 2 * 10**9))
+    changed = load_matrices(cache_dir=overlay, bundled_dir=bundled)
+    assert changed.gpu_info("NVIDIA Z100-SXM4-80GB") is not None
+    assert json.loads(C.cache_path().read_text())["key"] != old["key"]
+
+
+def _machines():
+    """A spread of fake machines: healthy, old driver, no driver, a Kepler GPU, WSL, tensorflow and jax builds, a
+    toolkit and cuDNN on disk, the snapshot this machine's probes took."""
+    from envdoctor.snapshot import Cudnn, Snapshot, Toolkit
+
+    from .snapfactory import jax, tensorflow
+
+    out = [
+        machine(driver="550.54.15", driver_cuda="12.4", gpus=["NVIDIA A100-SXM4-80GB:8.0"],
+                frameworks=[torch("2.5.1", cuda="12.4", cudnn="9.1.0")]),
+        machine(driver="470.82.01", driver_cuda="11.4", gpus=["Tesla T4:7.5", "Tesla T4:7.5"],
+                frameworks=[torch("2.3.1+cu121", cuda="12.1", cudnn="8.9.2")]),
+        machine(frameworks=[torch("2.1.2+cu121", cuda="12.1", cudnn="8.9.2")]),
+        machine(driver="535.104.05", driver_cuda="12.2", gpus=["Tesla K80:3.7"],
+                frameworks=[torch("2.1.2+cu121", cuda="12.1")], ld_library_path=["/usr/local/cuda-11.8/lib64"],
+                gpu_env={"CUDA_VISIBLE_DEVICES": ""}),
+        machine(driver="551.23", driver_cuda="12.4", gpus=["NVIDIA GeForce RTX 4090:8.9"], wsl=2,
+                frameworks=[torch("2.5.1", cuda="12.4")]),
+        machine(driver="535.104.05", driver_cuda="12.2", gpus=["NVIDIA H100 80GB HBM3:9.0"],
+                frameworks=[tensorflow("2.15.0", cuda="12.2", cudnn="8.9"), *jax("0.4.30", plugin="jax-cuda12-plugin")],
+                toolkits=[Toolkit(path="/usr/local/cuda-12.2", version="12.2.140", is_default=True)],
+                cudnn=[Cudnn(version="8.9.7", kind="header", path="/usr/include/cudnn_version.h")]),
+    ]
+    here = run("probe", "--format", "json")
+    if here.returncode == 0:
+        out.append(Snapshot.from_dict(json.loads(here.stdout)))
+    return out
+
+
+def test_reports_agree_from_the_toml_a_build_and_a_stat_hit(data, monkeypatch):
+    """Every report is the same whether the data came from the TOML (no cache), from a build that stored the
+    cache, or from a hit the stat key alone allowed (the straightforward path against the fast one)."""
+    from envdoctor import doctor
+    from envdoctor.rules.engine import COMMAND_FAMILIES, select_rules
+
+    bundled, overlay = data
+    rules = select_rules(families=COMMAND_FAMILIES["check"], command="check")
+    machines = _machines()
+    assert len(machines) >= 6
+    monkeypatch.setenv("ENVDOCTOR_NO_PARSE_CACHE", "1")
+    plain = load_matrices(cache_dir=overlay, bundled_dir=bundled)
+    monkeypatch.delenv("ENVDOCTOR_NO_PARSE_CACHE")
+    built = load_matrices(cache_dir=overlay, bundled_dir=bundled)
+    _no_content_read(monkeypatch)
+    hit = load_matrices(cache_dir=overlay, bundled_dir=bundled)
+    for snap in machines:
+        reports = [doctor.build_report(snap, prepared=(rules, m, list(m.warnings))) for m in (plain, built, hit)]
+        docs = [json.dumps([f.to_dict() for f in r.findings]) for r in reports]
+        assert docs[0] == docs[1] == docs[2]

@@ -82,3 +82,33 @@ def test_a_file_it_did_not_write_is_ignored(tmp_path, monkeypatch):
         path.write_text(text)
         monkeypatch.setattr(pin_memo, "_MEMOS", {})
         assert _names(snap) == expected, text
+
+
+def test_the_key_follows_the_codes_stat_facts(tmp_path, monkeypatch):
+    """The memo is keyed by its code's stat facts (as a .pyc by its source): the same files give the same key, an
+    edited (re-stamped) pins.py another, so entries remembered by other code are never read back; a file that
+    cannot be stat'ed gives no key at all (nothing read, nothing stored)."""
+    import os
+    import shutil
+
+    monkeypatch.delenv("ENVDOCTOR_NO_PARSE_CACHE", raising=False)
+    monkeypatch.setenv("ENVDOCTOR_CACHE_DIR", str(tmp_path / "cache"))
+    first = pin_memo._key()
+    assert pin_memo._key() == first
+    copy = tmp_path / "pins.py"
+    shutil.copy(pins.__file__, copy)
+    monkeypatch.setattr(pins, "__file__", str(copy))
+    moved = pin_memo._key()
+    assert moved != first
+    st = os.stat(copy)
+    os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert pin_memo._key() != moved
+    monkeypatch.setattr(pins, "__file__", str(tmp_path / "missing" / "pins.py"))
+    assert pin_memo._key() not in (first, moved)  # absent: "none" in the key, still a key of its own
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setattr(pins, "__file__", str(blocker / "pins.py"))  # under a file: ENOTDIR, not absent
+    memo = pin_memo.PinMemo(None)
+    assert memo.enabled and memo.key == "" and memo.data == {}
+    memo.put(LINES[3], None)
+    assert not memo.added

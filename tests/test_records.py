@@ -136,3 +136,101 @@ def test_what_it_refuses():
         @records.dataclass
         class NoInit:
             a: int = dataclasses.field(default=1, init=False)
+
+
+def test_own_field_fields_and_replace_agree_with_the_standard_ones():
+    """records.field / fields / replace (what the model imports instead of dataclasses') against the standard
+    helpers, on a record class and on a standard one; the standard ones read a record class too."""
+    @records.dataclass(frozen=True)
+    class Light:
+        name: str
+        cc: str = "8.6"
+        aliases: List[str] = records.field(default_factory=list, compare=False)
+
+    @dataclasses.dataclass(frozen=True)
+    class Std:
+        name: str
+        cc: str = "8.6"
+        aliases: List[str] = dataclasses.field(default_factory=list, compare=False)
+
+    for cls in (Light, Std):
+        row = cls("A100", aliases=["a"])
+        assert [f.name for f in records.fields(row)] == [f.name for f in dataclasses.fields(row)] == \
+            ["name", "cc", "aliases"]
+        assert records.replace(row, cc="8.0") == dataclasses.replace(row, cc="8.0") == cls("A100", "8.0", ["a"])
+        assert records.replace(row, cc="8.0").aliases == ["a"]
+        by_name = {f.name: f for f in dataclasses.fields(cls)}
+        assert by_name["name"].default is dataclasses.MISSING and by_name["cc"].default == "8.6"
+        assert by_name["aliases"].default_factory is list and by_name["aliases"].compare is False
+        assert [records.has_default(f) for f in records.fields(cls)] == [False, True, True]
+        assert [records.default_of(f) for f in records.fields(cls)] == [records.NO_DEFAULT, "8.6", []]
+    assert dataclasses.asdict(Light("x")) == dataclasses.asdict(Std("x")) == {"name": "x", "cc": "8.6", "aliases": []}
+    with pytest.raises(TypeError):
+        records.fields(object())
+    with pytest.raises(ValueError):
+        records.field(default=1, default_factory=list)
+
+
+JUDGE = """
+import json, sys
+import envdoctor.doctor as doctor
+from envdoctor.snapshot_io import load_snapshot
+live = doctor.obtain_snapshot(None, None, None, 5.0)  # every probe of this machine, as check runs them
+assert live.probes
+snap = load_snapshot(sys.argv[1])
+prepared = doctor.prepare_judgement()
+report = doctor.build_report(snap, prepared=prepared)
+doc = doctor.findings_document(report, snap, prepared[0], strict=False, redact=True)
+for fmt in ("json", "text", "markdown", "sarif", "junit", "github", "prometheus"):
+    assert doctor.render_findings(doc, fmt)
+print(json.dumps(sorted(m for m in ("dataclasses", "inspect") if m in sys.modules)))
+"""
+
+
+def test_probing_judging_and_rendering_never_import_dataclasses(tmp_path):
+    """Importing the dataclasses module imports inspect (ast, dis, tokenize): ~9 ms of every start (issue 18).
+    Probing this machine, loading a snapshot, judging it and rendering every format needs neither."""
+    import json
+    import subprocess
+    import sys
+
+    from .snapfactory import machine, torch
+
+    snap = machine(driver="550.54.15", driver_cuda="12.4", gpus=["NVIDIA A100-SXM4-80GB:8.0"],
+                   frameworks=[torch("2.5.1", cuda="12.4")])
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(snap.to_dict()))
+    proc = subprocess.run([sys.executable, "-c", JUDGE, str(path)], capture_output=True, text=True, cwd=str(tmp_path),
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == []
+
+
+def test_own_asdict_agrees_with_the_standard_one():
+    """records.asdict (what the binaries scan cache writes with) gives dataclasses.asdict's dict for nested
+    records, lists, tuples and dicts of plain values, and hands anything else to the standard one."""
+    from envdoctor.binaries.scan import FileScan
+
+    @records.dataclass
+    class Inner:
+        name: str
+        tags: List[str] = records.field(default_factory=list)
+
+    @records.dataclass
+    class Outer:
+        inner: Inner
+        pairs: Dict[str, Optional[int]] = records.field(default_factory=dict)
+        seq: tuple = ()
+        other: object = None
+
+    row = Outer(Inner("a", ["x"]), {"k": 1, "n": None}, (Inner("b"), 2.5, True))
+    assert records.asdict(row) == dataclasses.asdict(row)
+    assert type(records.asdict(row)["seq"]) is tuple
+    odd = Outer(Inner("c"), other={1, 2})  # a set: the standard one deep-copies it
+    assert records.asdict(odd) == dataclasses.asdict(odd) and records.asdict(odd)["other"] is not odd.other
+    scan = FileScan(cuda=True, machine="x86_64", elfclass=64, sass=["sm_80", "sm_90"], ptx=["compute_90"],
+                    ptx_isa={"compute_90": "8.4"}, entries=3, needed=["libcudart.so.12"], soname="libx.so")
+    assert records.asdict(scan) == dataclasses.asdict(scan)
+    assert FileScan.from_dict(records.asdict(scan)) == scan
+    with pytest.raises(TypeError):
+        records.asdict(Inner)

@@ -235,3 +235,63 @@ def test_html_output_gets_an_escaped_marker():
 def test_environment_secrets_are_scrubbed_anywhere(monkeypatch):
     monkeypatch.setenv("SOME_SERVICE_TOKEN", "plain-lowercase-value-123")
     assert "plain-lowercase-value-123" not in redact_output("echo plain-lowercase-value-123 done")
+
+
+# -- the redactor's skips (issue 18) against running every pattern -------------------------------
+
+def _every_pattern(r: Redactor, s: str) -> str:
+    """Redactor.text as it was before it learnt to skip patterns that cannot match: every pattern on every text."""
+    import re
+
+    from envdoctor import redact as R
+
+    if not s:
+        return s
+    mark = r.marker
+    s = R._GPU_ID_RE.sub(lambda m: f"{m.group(1)}-{mark}", s)
+    s = R._UUID_RE.sub(mark, s)
+    s = R._URL_CRED_RE.sub(lambda m: m.group(1) + mark + "@", s)
+    s = R._ENV_ASSIGN_RE.sub(lambda m: f"{m.group(1)}={mark}" if R.is_secret_name(m.group(1)) and m.group(2) != mark
+                             else m.group(0), s)
+    s = R._SERIAL_RE.sub(lambda m: m.group(1) + mark, s)
+    s = R._TOKEN_PREFIX_RE.sub(mark, s)
+    s = R._LONG_WORD_RE.sub(lambda m: mark if R._high_entropy(m.group(1))
+                            and not R._DIGEST_BEFORE_RE.search(s[max(0, m.start() - 8):m.start()]) else m.group(0), s)
+    for secret in r.secrets:
+        if secret in s:
+            s = s.replace(secret, mark)
+    home = r.home
+    if home and home not in ("/", "") and len(home) > 1:
+        s = re.sub(re.escape(home.rstrip("/")) + r"(?=/|$|\W)", "~", s)
+    for h in r.hosts:
+        s = re.sub(r"(?<![\w.-])" + re.escape(h) + r"(?![\w-])", mark, s)
+    return s
+
+
+ODD = [
+    "", "x", "Serial Number : 12345678", "ſerial Number : 12345678", "SERİAL: abcd1234", "KEY=ſecret-value-1",
+    f"é {UUID} é", f"{UUID[4:].upper()}", "ghp_short", "xoxb-0123456789-abc", "sk-" + "A1b2" * 6,
+    "w" * 31 + " " + "Ab1" * 11, "é" + "Ab1" * 11 + "é", "3b1c5f6e-", "GPU-3B1C5F6E", "http://u:p@h", "a=b c=d",
+    "<redacted>", "gpu-node-17.example.com gpu-node-17.example", "/home/alice /home/alicex /home/alice/x",
+]
+
+
+def test_skipping_patterns_changes_no_output(machine):
+    """Real unredacted outputs (check and probe of the fake machine with every secret planted, every format),
+    the shapes above and odd texts (non-ASCII case folds, near misses) redact exactly as with every pattern run,
+    for both markers and with a host name equal to the marker."""
+    texts = list(ODD)
+    for argv in (["check", "--snapshot", str(machine.snap)], ["probe", "--snapshot", str(machine.snap)]):
+        for fmt in (("text", "json", "markdown", "sarif", "junit", "github", "prometheus")
+                    if argv[0] == "check" else ("text", "json")):
+            proc = run(machine, *argv, "--no-redact", "--format", fmt)
+            assert proc.returncode in (0, 1), proc.stderr
+            texts += [proc.stdout] + proc.stdout.splitlines()
+    assert any(UUID in t for t in texts) and any(SERIAL in t for t in texts)
+    from envdoctor.redact import REDACTED_HTML
+
+    for marker in (REDACTED, REDACTED_HTML):
+        for r in (Redactor(home=str(machine.home), hostnames=[HOST, REDACTED], secrets=[SERIAL, DB_PWD], marker=marker),
+                  Redactor(home="/home/alice", marker=marker)):
+            for t in texts:
+                assert r.text(t) == _every_pattern(r, t), t[:200]

@@ -73,3 +73,34 @@ def test_report_schema_file_matches_and_validates_check_output():
     proc = subprocess.run([sys.executable, "-m", "envdoctor", "check", "--format", "json"], capture_output=True, text=True)
     assert proc.returncode in (0, 1), proc.stderr
     jsonschema.validate(json.loads(proc.stdout), committed)
+
+
+def test_model_hints_read_without_compiling_agree_with_typing():
+    """from_dict reads the model's annotations with a small reader of its own (issue 18: typing.get_type_hints
+    compiled each string); for every model class it must give exactly what typing gives, and a class whose
+    annotations it cannot read goes to typing."""
+    import dataclasses
+    import typing
+
+    from envdoctor import snapshot as S
+
+    classes = [c for c in vars(S).values()
+               if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == S.__name__]
+    assert len(classes) > 20
+    for cls in classes:
+        assert S._simple_hints(cls) == typing.get_type_hints(cls), cls.__name__
+    assert S._evaluate("Optional[Dict[str, List[Evidence]]]", {}) == typing.Optional[
+        typing.Dict[str, typing.List[S.Evidence]]]
+    for text in ("int | None", "Tuple[str, int]", "Unknown", "List[str", "Optional[]", "Callable[[int], str]"):
+        assert S._evaluate(text, {}) is None, text
+    assert S._evaluate("str", {"str": 1}) is None  # a class attribute shadowing a builtin: typing decides
+
+
+def test_a_filled_snapshot_round_trips_through_json():
+    """A snapfactory machine with GPUs, frameworks and loader parts is read back field for field by from_dict."""
+    from tests import snapfactory
+
+    snap = snapfactory.machine(driver="550.54.15", driver_cuda="12.4", gpus=["NVIDIA A100-SXM4-80GB:8.0"],
+                               frameworks=[snapfactory.torch("2.5.1", cuda="12.4", cudnn="9.1.0")],
+                               ld_library_path=["/usr/local/cuda/lib64"], gpu_env={"CUDA_VISIBLE_DEVICES": "0"})
+    assert Snapshot.from_dict(json.loads(json.dumps(snap.to_dict()))) == snap

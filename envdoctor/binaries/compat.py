@@ -7,13 +7,12 @@ JIT-compiles it. Rows without a source and a verified note are ignored.
 from __future__ import annotations
 
 import re
-from dataclasses import field
 from functools import lru_cache
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from packaging.version import InvalidVersion, Version
 
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 
 TABLE = "ptx_isa.toml"
 RUNS_ON = ("same-major-newer-minor", "exact", "newer")

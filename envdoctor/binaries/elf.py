@@ -11,11 +11,10 @@ import errno
 import os
 import stat
 import struct
-from dataclasses import field
 from typing import IO, TYPE_CHECKING, Dict, List, Optional, Tuple, cast
 
 from envdoctor.binaries import Unreadable
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 
 if TYPE_CHECKING:
     import mmap

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import os
 import posixpath
-from dataclasses import field
 from typing import Callable, Dict, List, Literal, Optional, Sequence, Tuple
 
 from envdoctor.binaries import Unreadable
 from envdoctor.binaries.elf import expand_origin, open_elf
 from envdoctor.binaries.ldcache import MACHINE_FLAGS, LdCache
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 
 DEFAULT_DIRS = {
     "EM_X86_64": ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"),

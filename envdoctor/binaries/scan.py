@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import os
 import struct
-from dataclasses import asdict, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from envdoctor.binaries import Unreadable
 from envdoctor.binaries.elf import ElfFile, file_key, open_elf, quick_has_fatbin
 from envdoctor.binaries.fatbin import KIND_ELF, KIND_PTX, parse_entries
-from envdoctor.records import dataclass
+from envdoctor.records import asdict, dataclass, field
 
 CACHE_FORMAT = 1
 CACHE_MAX_ENTRIES = 100_000

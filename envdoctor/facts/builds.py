@@ -12,8 +12,6 @@ CUDA each was built for and where that was read), `torch_cuda`, the matrices' va
 """
 from __future__ import annotations
 
-import re
-from dataclasses import field
 from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
 from packaging.version import Version
@@ -23,8 +21,9 @@ from envdoctor.facts.pins import jax_plugin
 from envdoctor.facts.platform import platform_key
 from envdoctor.facts.versions import major_minor as xy
 from envdoctor.facts.versions import parse_version
+from envdoctor.lazyre import lazy_re
 from envdoctor.snapshot import Framework
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 
 if TYPE_CHECKING:  # facts never import envdoctor.rules at module level: that package imports every rule module
     from envdoctor.knowledge.matrices import Matrices
@@ -108,8 +107,8 @@ def build_facts(m: "Matrices", fw: Framework, cudnn_pin: Optional[str] = None) -
 
 # --------------------------------------------------------------------------- the CUDA builds of an environment
 
-_CUPY_RE = re.compile(r"^cupy-cuda(\d+)(x?)$")
-_CU_TAG = re.compile(r"^cu(\d{2,3})$")
+_CUPY_RE = lazy_re(r"^cupy-cuda(\d+)(x?)$")
+_CU_TAG = lazy_re(r"^cu(\d{2,3})$")
 
 
 @dataclass

@@ -8,11 +8,11 @@ majors, none), `newest_arch`, `variant_serves_cc`. Compute capabilities are read
 from __future__ import annotations
 
 import re
-from dataclasses import field
 from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Tuple
 
 from envdoctor.facts.versions import cc_tuple
-from envdoctor.records import dataclass
+from envdoctor.lazyre import lazy_re
+from envdoctor.records import dataclass, field
 from envdoctor.snapshot import GPU, Snapshot
 
 if TYPE_CHECKING:  # facts never import envdoctor.rules at module level: that package imports every rule module
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # facts never import envdoctor.rules at module level: that pa
     from envdoctor.rules.context import Context
 
 # the nvidia probe's disagreement between layers' GPU counts
-_COUNT_RE = re.compile(r"^(.+?) lists (\d+) GPUs? but (.+?) lists (\d+) GPUs?$", re.ASCII)
+_COUNT_RE = lazy_re(r"^(.+?) lists (\d+) GPUs? but (.+?) lists (\d+) GPUs?$", re.ASCII)
 
 
 def hidden_gpus(snap: Snapshot) -> Optional[str]:
@@ -83,8 +83,8 @@ def gpu_label(gpu: GPU, cc: Optional[str]) -> str:
     return f"GPU {gpu.index} {name}" + (f" (compute capability {cc})" if cc else "")
 
 
-_ENTRY = re.compile(r"^(sm|compute|lto)_(\d+?)(\d)([af]?)$")
-_DOTTED = re.compile(r"^(\d+)\.(\d+)([af]?)(\+ptx)?$")
+_ENTRY = lazy_re(r"^(sm|compute|lto)_(\d+?)(\d)([af]?)$")
+_DOTTED = lazy_re(r"^(\d+)\.(\d+)([af]?)(\+ptx)?$")
 
 
 def arch_entries(arch_list: Optional[Iterable[Any]]) -> List[Tuple[str, int, int, str]]:

@@ -36,11 +36,10 @@ elsewhere, nothing tells (None: each pin is then judged by its package being pre
 from __future__ import annotations
 
 import posixpath
-from dataclasses import field
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from envdoctor.facts.versions import parse_version
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 from envdoctor.snapshot import Framework, Library, Snapshot
 
 if TYPE_CHECKING:  # pragma: no cover

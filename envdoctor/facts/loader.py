@@ -9,8 +9,9 @@ where a layer told it).
 """
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, List, Optional
+
+from envdoctor.lazyre import lazy_re
 
 if TYPE_CHECKING:
     from envdoctor.snapshot import Cudnn, Library, Snapshot
@@ -59,8 +60,8 @@ def is_mismatch(snap: "Snapshot") -> bool:
 
 # "nvidia-smi's NVML library says 580.178" / "NVML says 550.107.02" (the probe's disagreements) and
 # "NVML library version: 550.107" (nvidia-smi's own mismatch message): the user-space side of a mismatch
-_USERSPACE_RES = (re.compile(r"(?:NVML library|NVML) says (\d+\.\d+(?:\.\d+)?)"),
-                  re.compile(r"NVML library version:\s*(\d+\.\d+(?:\.\d+)?)"))
+_USERSPACE_RES = (lazy_re(r"(?:NVML library|NVML) says (\d+\.\d+(?:\.\d+)?)"),
+                  lazy_re(r"NVML library version:\s*(\d+\.\d+(?:\.\d+)?)"))
 
 
 def userspace_driver(snap: "Snapshot") -> Optional[str]:

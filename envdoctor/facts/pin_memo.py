@@ -35,18 +35,19 @@ def cache_path() -> Path:
 
 
 def _key() -> str:
-    """What the entries depend on besides the line and the environment: versions and this code."""
+    """What the entries depend on besides the line and the environment: versions and this code, the code by its
+    files' stat facts as Python's .pyc checks its source (not by reading and hashing both files at every start).
+    A file that cannot be stat'ed: no key, so nothing is read back or stored."""
     import packaging
 
     from envdoctor import __version__
     from envdoctor.facts import pins
-    from envdoctor.infile import read_bytes
-    from envdoctor.knowledge.load import sha256
+    from envdoctor.knowledge.compiled import stat_facts
 
-    h = sha256(f"{FORMAT}\0{__version__}\0{packaging.__version__}\0".encode())
-    for path in (__file__, pins.__file__):
-        h.update(read_bytes(str(path)))
-    return h.hexdigest()
+    facts = stat_facts([str(__file__), str(pins.__file__)], f"{FORMAT}\0{__version__}\0{packaging.__version__}")
+    if facts is None:
+        raise OSError("cannot stat the pin memo's code")
+    return facts
 
 
 def _env_key(env: Optional[Mapping[str, str]]) -> str:

@@ -12,7 +12,6 @@ framework pins anything): it is imported on first use.
 from __future__ import annotations
 
 import functools
-import re
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Union
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -20,6 +19,7 @@ from packaging.version import Version
 
 from envdoctor.facts.platform import marker_env
 from envdoctor.facts.versions import parse_version
+from envdoctor.lazyre import lazy_re
 from envdoctor.records import dataclass
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ __all__ = [
     "packages", "parse_pins", "requirement", "satisfies", "spec", "spec_contains",
 ]
 
-_SEPARATORS = re.compile(r"[-_.]+")
+_SEPARATORS = lazy_re(r"[-_.]+")
 
 
 def canonical_name(name: Optional[str]) -> str:
@@ -56,7 +56,7 @@ def requirement(line: str) -> Optional["Requirement"]:
         return None
 
 
-_EXTRA_RE = re.compile(r"""extra\s*==\s*['"]([^'"]+)['"]""")
+_EXTRA_RE = lazy_re(r"""extra\s*==\s*['"]([^'"]+)['"]""")
 
 
 def marker_extras(line: str) -> List[str]:
@@ -173,8 +173,8 @@ def in_effect(pin: Pin, pkgs: Dict[str, str], extras: Optional[Dict[str, Optiona
     return pin.name in pkgs
 
 
-_CUDNN_WHEEL_RE = re.compile(r"^nvidia-cudnn(?:-cu(\d+))?$")
-_JAX_PLUGIN_RE = re.compile(r"^jax-cuda(\d+)-(plugin|pjrt)$")
+_CUDNN_WHEEL_RE = lazy_re(r"^nvidia-cudnn(?:-cu(\d+))?$")
+_JAX_PLUGIN_RE = lazy_re(r"^jax-cuda(\d+)-(plugin|pjrt)$")
 
 
 def cudnn_wheel_major(name: str) -> Optional[int]:

@@ -15,6 +15,8 @@ from typing import Optional, Tuple, Union, overload
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from envdoctor.lazyre import lazy_re
+
 __all__ = [
     "cc_tuple", "local_label", "lower_bound", "major_minor", "major_minor_version", "normalize_cc", "parse_version",
     "public",
@@ -75,8 +77,8 @@ def major_minor(value: object) -> Optional[str]:
     return f"{v.major}.{v.minor}" if v is not None else None
 
 
-_CC_DOTTED = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
-_CC_SM = re.compile(r"^\s*(?:sm|compute|lto)?_?(\d+?)(\d)[af]?\s*$", re.IGNORECASE)
+_CC_DOTTED = lazy_re(r"^\s*(\d+)\.(\d+)\s*$")
+_CC_SM = lazy_re(r"^\s*(?:sm|compute|lto)?_?(\d+?)(\d)[af]?\s*$", re.IGNORECASE)
 
 
 def normalize_cc(value: object) -> Optional[str]:

@@ -14,11 +14,10 @@ Formats never import a command; the commands only translate their options into a
 from __future__ import annotations
 
 import os
-from dataclasses import field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Protocol, Tuple
 
 from envdoctor.rules.base import SEVERITY_RANK, Finding
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 
 if TYPE_CHECKING:
     from envdoctor.snapshot import Snapshot

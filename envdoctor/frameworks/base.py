@@ -12,7 +12,6 @@ from __future__ import annotations
 import abc
 import functools
 import importlib
-from dataclasses import field
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -21,7 +20,7 @@ from packaging.version import Version
 from envdoctor.facts.gpu_support import cudnn_supports_gpu
 from envdoctor.facts.pins import canonical_name  # not packaging.utils: it imports packaging.tags (issue 18)
 from envdoctor.knowledge.tables import build_runs_on_cc, normalize_cc, parse_version
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 
 PLATFORMS = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64")
 COMPANIONS = ("torchvision", "torchaudio")

@@ -7,6 +7,10 @@ sources) is kept in ``<cache root>/compiled/matrices.json`` as
 The key hashes every input of the build: the bytes of each bundled table and of each overlay file in
 the cache folder (present or not), both folders' paths, this package's version and the source of the
 modules that read, build and encode the rows. Any change to them is another key, and the cache is built again.
+Hashing those bytes costs more than the rest of a hit, so the entry also keeps a key of the same inputs'
+``os.stat`` facts -- (path, size, mtime_ns, inode) each, as Python's own .pyc checks its source -- and a run
+whose files stat the same trusts the entry without reading them; when any differs, the content key decides
+(a match only refreshes the stat key: a copied or touched tree is not rebuilt).
 
 The TOML stays the source: the cache is only ever written from it, and validation happens then, not on
 a hit.  It cannot run code: it is JSON, and a row is made only from a class of
@@ -19,9 +23,11 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import MISSING
+import stat
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from envdoctor.records import NO_DEFAULT, default_of
 
 from . import load as L
 from . import tables as T
@@ -38,30 +44,72 @@ def cache_path() -> Path:
     return L.default_cache_dir().parent / "compiled" / "matrices.json"
 
 
-def _digest(bundled: Path, cache: Path) -> Optional[str]:
-    """The key of a build from these folders, or None when a file cannot be read (no caching then)."""
-    from envdoctor import __version__
-    from envdoctor.infile import Unreadable, read_bytes
-
+def _modules() -> List[Any]:
+    """The modules whose code decides what a build yields (their source is part of the key)."""
     import sys
 
     from . import matrices
 
-    h = L.sha256(f"{FORMAT}\0{__version__}\0{bundled}\0{cache}\0".encode())
+    return [L, T, matrices, sys.modules[__name__]]
+
+
+def _tables(bundled: Path, cache: Path) -> Iterator[Path]:
+    for table in L.TABLES:
+        yield bundled / f"{table}.toml"
+        yield cache / f"{table}.toml"
+
+
+def _header(bundled: Path, cache: Path) -> bytes:
+    from envdoctor import __version__
+
+    return f"{FORMAT}\0{__version__}\0{bundled}\0{cache}\0".encode()
+
+
+def _digest(bundled: Path, cache: Path) -> Optional[str]:
+    """The key of a build from these folders, or None when a file cannot be read (no caching then)."""
+    from envdoctor.infile import Unreadable, read_bytes
+
+    h = L.sha256(_header(bundled, cache))
     try:
-        for module in (L, T, matrices, sys.modules[__name__]):
+        for module in _modules():
             h.update(read_bytes(str(module.__file__)))
-        for table in L.TABLES:
-            for path in (bundled / f"{table}.toml", cache / f"{table}.toml"):
-                if path.is_file():
-                    data = read_bytes(path)
-                    h.update(f"\0{path.name}:{len(data)}\0".encode())
-                    h.update(data)
-                else:
-                    h.update(f"\0{path.name}:none\0".encode())
+        for path in _tables(bundled, cache):
+            if path.is_file():
+                data = read_bytes(path)
+                h.update(f"\0{path.name}:{len(data)}\0".encode())
+                h.update(data)
+            else:
+                h.update(f"\0{path.name}:none\0".encode())
     except (OSError, Unreadable):
         return None
     return h.hexdigest()
+
+
+def _stat_key(bundled: Path, cache: Path) -> Optional[str]:
+    """A key of the same inputs as :func:`_digest` from their ``os.stat`` facts alone (nothing is read), or None
+    when one cannot be stat'ed for another reason than its absence. The facts themselves (a few kilobytes in the
+    entry), compared as they are: nothing to hash."""
+    return stat_facts([str(m.__file__) for m in _modules()] + [str(p) for p in _tables(bundled, cache)],
+                      _header(bundled, cache).decode())
+
+
+def stat_facts(paths: List[str], head: str = "") -> Optional[str]:
+    """``head`` and (path, size, mtime_ns, inode, device) of each file ("none" when absent or not a regular file),
+    as one string; None when one cannot be stat'ed for another reason."""
+    out = [head]
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            out.append(f"{path}:none")
+            continue
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            out.append(f"{path}:none")
+            continue
+        out.append(f"{path}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_dev}")
+    return "\n".join(out)
 
 
 def _encode(value: Any) -> Any:
@@ -70,8 +118,8 @@ def _encode(value: Any) -> Any:
         out: Dict[str, Any] = {_ROW: cls.__name__}
         for name, f in cls.__dataclass_fields__.items():
             v = getattr(value, name)
-            default = f.default if f.default_factory is MISSING else f.default_factory()
-            if default is MISSING or type(v) is not type(default) or v != default:  # a default is left out
+            default = default_of(f)
+            if default is NO_DEFAULT or type(v) is not type(default) or v != default:  # a default is left out
                 out[name] = _encode(v)
         return out
     if isinstance(value, list):
@@ -105,34 +153,57 @@ def _parts_from_json(data: Dict[str, Any]) -> Dict[str, Any]:
     return parts
 
 
-def lookup(bundled: Path, cache: Path) -> Tuple[Optional[str], Optional[Dict[str, Any]]]:
+# What lookup hands store: (content key, stat key); store writes both, so the next run can trust the stat key.
+Key = Tuple[str, Optional[str]]
+
+
+def lookup(bundled: Path, cache: Path) -> Tuple[Optional[Key], Optional[Dict[str, Any]]]:
     """(key, Matrices' keyword arguments from the cache, or None on a miss); key None: do not store."""
     if os.environ.get("ENVDOCTOR_NO_PARSE_CACHE"):
         return None, None
-    key = _digest(bundled, cache)
-    if key is None:
-        return None, None
+    fast = _stat_key(bundled, cache)  # taken before any content is read: a file changed later is another stat key
     from envdoctor.infile import Unreadable, read_text
 
-    path = cache_path()
+    entry: Any = None
     try:
-        entry = json.loads(read_text(path), object_hook=_row)
-        if isinstance(entry, dict) and entry.get("format") == FORMAT and entry.get("key") == key:
-            return key, _parts_from_json(entry["parts"])
+        entry = json.loads(read_text(cache_path()), object_hook=_row)
+        if not (isinstance(entry, dict) and entry.get("format") == FORMAT and isinstance(entry.get("key"), str)):
+            entry = None
+        elif fast is not None and entry.get("stat") == fast:
+            return (entry["key"], fast), _parts_from_json(entry["parts"])
     except FileNotFoundError:
         pass
     except (OSError, Unreadable, ValueError, KeyError, TypeError, AttributeError, RecursionError):
-        pass  # not a cache this code wrote for these files: built again and overwritten
-    return key, None
+        entry = None  # not a cache this code wrote for these files: built again and overwritten
+    key = _digest(bundled, cache)
+    if key is None:
+        return None, None
+    if entry is not None and entry["key"] == key:
+        try:
+            parts = _parts_from_json(entry["parts"])
+        except (KeyError, TypeError, AttributeError):
+            return (key, fast), None
+        if fast is not None:  # the same bytes under other stat facts (copied, touched): remember these
+            store((key, fast), parts)
+        return (key, fast), parts
+    return (key, fast), None
 
 
-def store(key: str, parts: Dict[str, Any]) -> None:
+def store(key: Key, parts: Dict[str, Any]) -> None:
     """Write the cache, best effort (an unwritable folder, a row that is not plain data: not cached)."""
+    try:
+        encoded = _parts_to_json(parts)
+    except (TypeError, ValueError):
+        return
+    _write(key[0], key[1], encoded)
+
+
+def _write(key: str, fast: Optional[str], encoded: Any) -> None:
     from envdoctor.errors import EnvdoctorError
     from envdoctor.outfile import write_output
 
     try:
-        payload = json.dumps({"format": FORMAT, "key": key, "parts": _parts_to_json(parts)},
+        payload = json.dumps({"format": FORMAT, "key": key, "stat": fast, "parts": encoded},
                              separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError):
         return

@@ -9,14 +9,13 @@ Each row is frozen and carries ``source`` and ``verified`` like the other tables
 from __future__ import annotations
 
 import functools
-from dataclasses import field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from envdoctor.facts.pins import canonical_name  # not packaging.utils: it imports packaging.tags (start-up, issue 18)
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 
 STAGES = ("run", "install")
 SEVERITIES = ("error", "warning")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -23,7 +22,7 @@ from packaging.version import InvalidVersion, Version
 
 from envdoctor.cachedir import default_cache_dir  # re-exported: where the user cache lives
 from envdoctor.lazyre import lazy_re
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 
 class _LazyToml:
     """tomllib (tomli before 3.11), imported only when a table's text is not in the parse cache."""

@@ -7,7 +7,6 @@ Every row dataclass is frozen and carries ``source`` (where the fact was read, w
 
 from __future__ import annotations
 
-from dataclasses import field, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -16,7 +15,7 @@ from packaging.version import InvalidVersion, Version
 from envdoctor.facts.versions import cc_tuple, normalize_cc, parse_version
 from envdoctor.facts.versions import major_minor as series
 from envdoctor.lazyre import lazy_re
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field, replace
 
 __all__ = [
     "ArchInfo",

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import field
 from typing import Dict, Optional, Tuple
 
 from envdoctor.parsers import NUM, NUM_END, checked_text
 from envdoctor.lazyre import lazy_re
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 
 _VERSION = rf"{NUM}(?:\.{NUM}){{1,3}}"
 _VERSION_RE = lazy_re(rf"^{_VERSION}$", re.ASCII)

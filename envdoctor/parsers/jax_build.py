@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import replace
 from functools import lru_cache
 from typing import Iterable, Optional, Tuple
 
 from envdoctor.parsers import NUM, checked_text, python_ast
 from envdoctor.lazyre import lazy_re
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, replace
 
 
 @dataclass

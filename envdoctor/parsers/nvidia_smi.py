@@ -23,12 +23,11 @@ The "MIG devices:" and "Processes:" tables are never taken for GPUs.
 from __future__ import annotations
 
 import re
-from dataclasses import field
 from typing import Dict, List, Optional, Sequence
 
 from envdoctor.parsers import BUS_ID_RE, NUM, NUM_END, ascii_float, ascii_int, checked_text
 from envdoctor.lazyre import lazy_re
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 
 _DRIVER_VERSION_RE = lazy_re(rf"^{NUM}(?:\.{NUM}){{1,3}}$", re.ASCII)
 _CUDA_VERSION_RE = lazy_re(rf"^{NUM}\.{NUM}(?:\.{NUM})?$", re.ASCII)

@@ -17,12 +17,11 @@ envdoctor/parsers/__init__.py.
 from __future__ import annotations
 
 import re
-from dataclasses import field
 from typing import Dict, Optional
 
 from envdoctor.parsers import BUS_ID_RE, NUM, NUM_END, ascii_int, checked_text
 from envdoctor.lazyre import lazy_re
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 
 _VERSION_RE = lazy_re(rf"^{NUM}(?:\.{NUM}){{1,3}}$", re.ASCII)
 _UUID_RE = lazy_re(r"^GPU-[0-9A-Za-z-]+$", re.ASCII)

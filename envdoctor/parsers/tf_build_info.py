@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import field
 from typing import Any, Dict, List, Optional
 
 from envdoctor.parsers import NUM, checked_text, dotted_version, python_ast
 from envdoctor.lazyre import lazy_re
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 
 
 @dataclass

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import field
 from typing import Any, Callable, List, Mapping, Optional, Sequence, TypeVar
 
 from envdoctor.fsroot import Root
 from envdoctor.snapshot import Snapshot
 from envdoctor.subproc import DEFAULT_TIMEOUT, Runner
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 
 
 T = TypeVar("T")

@@ -54,7 +54,6 @@ import os
 import posixpath
 import re
 import threading
-from dataclasses import field
 from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.parsers.nvidia_smi import (
@@ -79,7 +78,7 @@ from envdoctor.probes.base import ProbeContext, ProbeUnknown
 from envdoctor.probes.toolkits import glob_in
 from envdoctor.snapshot import GPU, Driver, Evidence, Snapshot
 from envdoctor.subproc import CmdResult
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 
 QUERY_FIELDS: Tuple[str, ...] = ("index", "name", "compute_cap", "memory.total", "pci.bus_id", "uuid", "driver_version")
 QUERY_FIELDS_NO_CC: Tuple[str, ...] = tuple(f for f in QUERY_FIELDS if f != "compute_cap")

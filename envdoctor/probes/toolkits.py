@@ -21,7 +21,6 @@ import os
 import posixpath
 import re
 import sys
-from dataclasses import field
 from pathlib import PurePosixPath
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -39,7 +38,7 @@ from envdoctor.probes._parsed import parsed as _parsed
 from envdoctor.probes.base import ProbeContext
 from envdoctor.snapshot import Evidence, Snapshot, Toolkit
 from envdoctor.lazyre import lazy_re
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 
 ENV_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT")
 CUDA_H_MAX = 256 * 1024  # CUDA_VERSION sits near the top of cuda.h (line ~263 of a 1 MiB file)

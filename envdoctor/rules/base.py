@@ -11,13 +11,12 @@ its `consequences`.
 """
 from __future__ import annotations
 
-from dataclasses import field
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional
 
 if TYPE_CHECKING:
     from envdoctor.rules.context import Context
 
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 
 SEVERITIES = ("error", "warning", "info", "ok")
 SEVERITY_RANK = {"error": 3, "warning": 2, "info": 1, "ok": 0}

@@ -1,13 +1,12 @@
 """What a rule reads: the snapshot, the matrices, and facts derived from both."""
 from __future__ import annotations
 
-from dataclasses import field
 from typing import Any, Dict, List, Optional
 
 from envdoctor.facts.versions import parse_version
 from envdoctor.knowledge.matrices import Matrices
 from envdoctor.snapshot import GPU, Framework, Snapshot
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 
 
 def base_version(text: Optional[str]) -> Optional[str]:

@@ -16,7 +16,6 @@ versions, labels); the pin-overlap helpers at the top serve this module only.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.specifiers import SpecifierSet
@@ -28,6 +27,7 @@ from envdoctor.facts.loader import reachable
 from envdoctor.facts.pins import Pin, is_cudnn_wheel, jax_plugin, norm, packages, parse_pins, spec
 from envdoctor.facts.versions import lower_bound, parse_version, public
 from envdoctor.facts.clashes import Clash, mm, pair_fix, pin_clashes
+from envdoctor.records import dataclass
 from envdoctor.rules.base import EvidenceItem, rule
 from envdoctor.snapshot import Cudnn, Framework, Snapshot
 

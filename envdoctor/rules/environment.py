@@ -12,7 +12,6 @@ major version (another soname) is not picked up by that framework at all.
 """
 from __future__ import annotations
 
-import re
 from typing import Dict, List, Optional, Tuple
 
 from packaging.version import Version
@@ -20,6 +19,7 @@ from packaging.version import Version
 from envdoctor.facts.libraries import site_packages
 from envdoctor.facts.pins import canonical_name, requirement
 from envdoctor.facts.versions import major_minor, parse_version
+from envdoctor.lazyre import lazy_re
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
 from envdoctor.rules.context import Context
 
@@ -36,7 +36,7 @@ _WHEEL_FAMILIES = {
     "nvidia-cuda-nvrtc": ("NVRTC", ("libnvrtc",)),
     "nvidia-nvjitlink": ("nvJitLink", ("libnvJitLink",)),
 }
-_WHEEL_RE = re.compile(r"^(nvidia-[a-z-]+?)(?:-cu(\d+))?$")
+_WHEEL_RE = lazy_re(r"^(nvidia-[a-z-]+?)(?:-cu(\d+))?$")
 def _wheel_family(dist: str) -> Optional[Tuple[str, Tuple[str, ...]]]:
     m = _WHEEL_RE.match(canonical_name(dist))
     if not m:

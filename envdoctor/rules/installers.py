@@ -1,13 +1,13 @@
 """ED660-ED661: conda and pip mixed in one environment."""
 from __future__ import annotations
 
-import re
 from typing import List
 
+from envdoctor.lazyre import lazy_re
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
 from envdoctor.rules.context import Context
 
-_CONDA_CUDA = re.compile(r"^(cudatoolkit|cuda-(cudart|runtime|libraries|nvrtc|toolkit)|cudnn|nccl)$")
+_CONDA_CUDA = lazy_re(r"^(cudatoolkit|cuda-(cudart|runtime|libraries|nvrtc|toolkit)|cudnn|nccl)$")
 _CONDA_FW = {"pytorch": "torch", "tensorflow": "tensorflow", "tensorflow-base": "tensorflow", "jaxlib": "jaxlib",
              "jax": "jax", "numpy": "numpy", "torchvision": "torchvision"}
 

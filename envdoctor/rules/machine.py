@@ -9,7 +9,6 @@ the driver layers (ED013-ED017); the engine keeps the first of equal severity as
 from __future__ import annotations
 
 import re
-from dataclasses import field
 from typing import List, Optional
 
 from envdoctor.facts.labels import driver_source
@@ -24,9 +23,10 @@ from envdoctor.facts.loader import (
     wsl2,
 )
 from envdoctor.facts.platform import package_family
+from envdoctor.lazyre import lazy_re
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
 from envdoctor.rules.context import Context
-from envdoctor.records import dataclass
+from envdoctor.records import dataclass, field
 
 VISIBLE_CAUSE = "cuda-visible-devices"
 
@@ -590,8 +590,8 @@ def driver_without_devices(ctx: Context, r: Rule) -> List[Finding]:
 
 
 # -- which devices CUDA may see ---------------------------------------------------------------------
-_INT_RE = re.compile(r"^[+-]?\d+$")
-_HEXISH_RE = re.compile(r"^[0-9a-fA-F-]{8,}$")
+_INT_RE = lazy_re(r"^[+-]?\d+$")
+_HEXISH_RE = lazy_re(r"^[0-9a-fA-F-]{8,}$")
 
 
 @dataclass
@@ -862,9 +862,9 @@ def deprecated_distribution_installed(ctx: Context, r: Rule) -> List[Finding]:
 # --------------------------------------------------------------------------- partial device failures
 
 # one GPU's failure as NVML / nvidia-smi word it (the rest of the machine may still answer)
-_GPU_FAILURE_RE = re.compile(r"unable to determine the device handle|gpu is lost|gpu requires reset|"
+_GPU_FAILURE_RE = lazy_re(r"unable to determine the device handle|gpu is lost|gpu requires reset|"
                              r"nvmldevicegethandlebyindex\(\d+\)|fallen off the bus|unknown error", re.I)
-_BUS_RE = re.compile(r"\b([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\b")
+_BUS_RE = lazy_re(r"\b([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\b")
 _BAD_ROW = ("err!", "[gpu is lost]", "[unknown error]", "[gpu requires reset]")
 
 

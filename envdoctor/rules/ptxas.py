@@ -11,7 +11,6 @@ and the driver's CUDA.
 from __future__ import annotations
 
 import re
-import shlex
 from typing import List, NamedTuple, Optional
 
 from packaging.version import Version
@@ -31,10 +30,15 @@ class Ptxas(NamedTuple):
 
 
 def _data_dir(gpu_env: dict) -> Optional[str]:
-    try:
-        words = shlex.split(gpu_env.get("XLA_FLAGS", ""))
-    except ValueError:
-        words = gpu_env.get("XLA_FLAGS", "").split()
+    flags = gpu_env.get("XLA_FLAGS", "")
+    words: List[str] = []
+    if flags:  # shlex only when there is something to split (its import is a cost of every check)
+        import shlex
+
+        try:
+            words = shlex.split(flags)
+        except ValueError:
+            words = flags.split()
     for w in words:
         m = re.match(r"--xla_gpu_cuda_data_dir=(.+)", w)
         if m:
