@@ -162,7 +162,7 @@ def _pickle() -> Any:
     try:
         import _pickle as impl
     except ImportError:  # an interpreter without the accelerator
-        import pickle as impl  # type: ignore[no-redef]
+        import pickle as impl  # type: ignore[no-redef]  # the same module, its Python half
     return impl
 
 
