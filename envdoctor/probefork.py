@@ -33,6 +33,7 @@ Module-level imports stay light (os, sys, threading, time): this runs before the
 """
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -180,8 +181,9 @@ def discard() -> None:
 class Child:
     """A forked child working for this process; see fork()."""
 
-    def __init__(self, pid: int, result_fd: int, life_fd: int, limit: float) -> None:
+    def __init__(self, pid: int, result_fd: int, life_fd: int, limit: float, froze: bool = False) -> None:
         self.pid = pid
+        self._froze = froze  # fork() froze the collector's objects for this child: thawed once it is done
         self._result_fd = result_fd  # its answer: read here, written there
         self._life_fd = life_fd  # written by nobody: its closing tells the child to stop
         self.deadline = time.monotonic() + limit
@@ -240,6 +242,9 @@ class Child:
             self._wait(None)
 
     def _close(self) -> None:
+        if self._froze:
+            self._froze = False
+            gc.unfreeze()
         for name in ("_life_fd", "_result_fd"):
             fd = getattr(self, name)
             if fd >= 0:
@@ -286,7 +291,18 @@ def fork(work: Callable[[], bytes], limit: float) -> Optional[Child]:
     try:
         fds.extend(os.pipe())  # the answer: child -> parent (non-inheritable: no command of either gets it)
         fds.extend(os.pipe())  # the life line: the parent holds the only write end
-        pid = os.fork()
+        # Objects made so far move out of the collector's reach while the child lives (Python's advice for a fork
+        # without exec: gc.freeze): a collection on either side no longer writes their headers, so fewer pages are
+        # copied. Measured: ~10-15 ms less CPU a check, 5-10 ms less wall (issue 18). Only when nothing else froze.
+        froze = gc.get_freeze_count() == 0
+        if froze:
+            gc.freeze()
+        try:
+            pid = os.fork()
+        except OSError:
+            if froze:
+                gc.unfreeze()
+            raise
     except OSError:
         for fd in fds:
             os.close(fd)
@@ -296,7 +312,7 @@ def fork(work: Callable[[], bytes], limit: float) -> Optional[Child]:
         _child_main(work, result_w, life_r, (result_r, life_w))  # never returns
     os.close(result_w)
     os.close(life_r)
-    child = Child(pid, result_r, life_w, limit)
+    child = Child(pid, result_r, life_w, limit, froze)
     _CHILDREN.append(child)
     if not _AT_EXIT:
         import atexit

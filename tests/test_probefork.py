@@ -276,6 +276,31 @@ def test_a_childs_answer_comes_whole_however_long(monkeypatch):
     assert child.returncode == 1 and _reaped(child)
 
 
+def test_the_collectors_objects_are_frozen_while_a_child_lives_and_thawed_after(monkeypatch):
+    """gc.freeze() before the fork (fewer copied pages), gc.unfreeze() once the child answered or was ended; a
+    process that froze objects itself keeps them frozen (nothing of its is thawed)."""
+    import gc
+
+    monkeypatch.delenv("ENVDOCTOR_NO_FORK", raising=False)
+    assert gc.get_freeze_count() == 0
+    for ending in ("answer", "end"):
+        child = probefork.fork(lambda: b"ok", 30.0)
+        assert child is not None and gc.get_freeze_count() > 0
+        if ending == "answer":
+            assert child.result() == b"ok"
+        else:
+            child.end()
+        assert _reaped(child) and gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        child = probefork.fork(lambda: b"ok", 30.0)
+        assert child is not None and child.result() == b"ok" and _reaped(child)
+        assert 0 < gc.get_freeze_count() <= frozen  # not thawed (a frozen object may still be freed by refcount)
+    finally:
+        gc.unfreeze()
+
+
 def test_stuck_after_exceeds_the_probes_own_bound():
     for timeout in (0.1, 5.0, 60.0):
         assert probefork.stuck_after(timeout) > 2 * max(30.0, binaries.TIME_BOUND_FACTOR * timeout)
