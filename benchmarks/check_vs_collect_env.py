@@ -182,6 +182,18 @@ def main() -> int:
     else:
         interpreter, check_args = sys.executable, ["check", "--python", args.python, "--format", "json"]
         prefix = [interpreter, "-m", "envdoctor"]
+    if interpreter is not None:
+        # What a user types: the console script beside the interpreter (pip writes it at install), not `-m`, which
+        # also pays for runpy (~5 ms); `-m` only where there is no script.
+        script = os.path.join(os.path.dirname(interpreter), "envdoctor")
+        if os.access(script, os.X_OK):
+            with open(script, "rb") as f:
+                head = f.readline()
+            if head.startswith(b"#!") and os.path.dirname(head[2:].strip().decode(errors="replace")) == \
+                    os.path.dirname(os.path.abspath(interpreter)):  # that venv's own script
+                prefix = [script]
+    global FLOOR_PYTHON
+    FLOOR_PYTHON = interpreter or sys.executable  # `python -c pass` of the interpreter envdoctor runs on
     check = prefix + check_args
     print("envdoctor:", " ".join(check))
     baseline = [args.python, "-m", "torch.utils.collect_env"]
@@ -194,8 +206,8 @@ def main() -> int:
         except (ValueError, AssertionError):
             raise SystemExit(f"{' '.join(check)} did not print a JSON report")
     run(baseline, env)
-    if prefix[1:3] == ["-m", "envdoctor"]:  # the timed runs must read bytecode, not compile envdoctor each time
-        stale = subprocess.run([prefix[0], "-c", PYC_CHECK], capture_output=True, text=True, env=env,
+    if interpreter is not None:  # the timed runs must read bytecode, not compile envdoctor each time
+        stale = subprocess.run([interpreter, "-c", PYC_CHECK], capture_output=True, text=True, env=env,
                                cwd=tempfile.gettempdir()).stdout.strip()
         if stale:
             print(f"WARNING: no up-to-date bytecode for {stale}: its folder is not writable? the runs compile it")
@@ -225,6 +237,9 @@ def main() -> int:
     return 0
 
 
+FLOOR_PYTHON = sys.executable
+
+
 def others(prefix, check_args, env, rounds):
     """`check --snapshot`, `lock`, `rules`, `explain` against their targets, each round also timing
     `python -c pass` on envdoctor's interpreter (the floor any command pays)."""
@@ -232,7 +247,7 @@ def others(prefix, check_args, env, rounds):
         snap_file = os.path.join(tmp, "snap.json")
         probe = prefix + ["probe", "--format", "json", "-o", snap_file] + check_args[1:-2]
         run(probe, env)
-        floor = [prefix[0], "-c", "pass"] if prefix[1:2] == ["-m"] else [sys.executable, "-c", "pass"]
+        floor = [prefix[0] if prefix[1:2] == ["-m"] else FLOOR_PYTHON, "-c", "pass"]
         commands = (("check --snapshot FILE", prefix + ["check", "--snapshot", snap_file, "--format", "json"], 0.1),
                     ("lock (stated facts)", prefix + ["lock", "--driver", "550.54.15", "--gpu", "sm_86",
                                                       "--python-version", "3.11", "--platform", "linux-x86_64",
