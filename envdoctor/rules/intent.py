@@ -46,7 +46,10 @@ def _table(data: dict, name: str) -> Optional[dict]:
 
 
 def configured(cwd: Optional[Path] = None) -> FrozenSet[str]:
-    """expect-cpu from envdoctor.toml (top level or [tool.envdoctor]) and pyproject.toml ([tool.envdoctor]) in `cwd`."""
+    """expect-cpu from envdoctor.toml (top level or [tool.envdoctor]) and pyproject.toml ([tool.envdoctor]) in `cwd`.
+
+    A pyproject.toml that does not mention envdoctor is the project's own business: it is not parsed (a broken one
+    is no error of check's), as ruff and mypy leave a pyproject.toml without their table alone."""
     from envdoctor.errors import BadInput
 
     base = Path(cwd) if cwd is not None else Path.cwd()
@@ -55,14 +58,21 @@ def configured(cwd: Optional[Path] = None) -> FrozenSet[str]:
         path = base / name
         if not path.is_file():
             continue
-        # only where a config file is there: most runs never import the TOML parser
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            if name == "pyproject.toml":
+                continue  # the project's file, not envdoctor's: one it cannot read says nothing about intent
+            raise BadInput(f"{path}: cannot read it: {exc}")
+        if name == "pyproject.toml" and "envdoctor" not in text:
+            continue  # no [tool.envdoctor] in it (the usual project file): not parsed, and the TOML parser not imported
         if sys.version_info >= (3, 11):
             import tomllib
         else:  # Python < 3.11
             import tomli as tomllib
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
             raise BadInput(f"{path}: cannot read it: {exc}")
         table = _table(data, name)
         value = table.get("expect-cpu") if table is not None else None

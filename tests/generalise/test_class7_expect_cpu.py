@@ -113,3 +113,13 @@ def test_gate_which_does_not_read_the_intent_keeps_a_warning():
 
     found = run_rules(Context(_windows_cpu_torch(), matrices()), select_rules(only=["ED400"]))
     assert [f.severity for f in found] == ["warning"]
+
+
+@pytest.mark.parametrize("body", ['[project\nname = "app"\n', '[tool.ruff]\nline-length = "x\n', b"\xff\xfe[project]\n"])
+def test_a_broken_pyproject_without_envdoctor_in_it_is_not_checks_business(tmp_path, capsys, body):
+    """The project's pyproject.toml is read only for [tool.envdoctor]: one that does not mention envdoctor is not
+    parsed, so a broken one (a half-edited file, another encoding) neither stops check nor states an intent."""
+    path = tmp_path / "pyproject.toml"
+    path.write_bytes(body if isinstance(body, bytes) else body.encode())
+    rc, report = check_cli(_windows_cpu_torch(), tmp_path, capsys, cwd=tmp_path)
+    assert rc == 1 and _sev(report, "ED400") == ["error"]
