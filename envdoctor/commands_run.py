@@ -34,6 +34,7 @@ def check(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Op
     # ping-pong cost more than the subprocess waits it hid.)
     prepared = doctor.prepare_judgement(doctor.split_ids(only), doctor.split_ids(skip),
                                         "check --smoke" if with_smoke else "check")
+    doctor.prepare_while_probing(fmt)
     snap = doctor.obtain_snapshot(python_path, root_dir, snapshot_file, timeout, kernels=with_kernels)
     report = doctor.build_report(snap, prepared=prepared, expect_cpu=expected)
     if with_smoke:

@@ -6,7 +6,6 @@ import sys
 from typing import Any, Optional
 
 from envdoctor.outfile import write_output
-from envdoctor.redact import redact_output
 
 
 def write_stdout(text: str) -> None:
@@ -19,6 +18,8 @@ def emit(text: str, output: Optional[str], force: bool = False, redact: bool = T
     """Print a command's output, or write it to -o FILE (force: a dangling symlink's target is made), through the
     one redactor unless `redact` is False (--no-redact)."""
     if redact:
+        from envdoctor.redact import redact_output  # not before the probing child's fork (issue 18)
+
         text = redact_output(text, snapshot)
     if output:
         write_output(output, text, force=force)

@@ -65,7 +65,12 @@ class FindingsDoc:
 
     @property
     def machine(self) -> Snapshot:
-        """The snapshot judged (check's area lines, the snapshot a report embeds)."""
+        """The snapshot judged (check's area lines, the snapshot a report embeds); check's redacted one is built from
+        `snapshot_dict` the first time a format asks for it."""
+        if self.snapshot is None and self.command == "check" and self.snapshot_dict is not None:
+            from envdoctor.snapshot import Snapshot
+
+            self.snapshot = Snapshot.from_dict(self.snapshot_dict)
         if self.snapshot is None:
             raise ValueError(f"envdoctor {self.command}: this report carries no snapshot")
         return self.snapshot

@@ -32,7 +32,7 @@ def _metric(out: List[str], name: str, help_text: str, samples: Iterable[Tuple[D
 
 
 def render(doc: FindingsDoc, options: RenderOptions) -> str:
-    snap = doc.snapshot
+    snap = doc.machine if doc.command == "check" else doc.snapshot  # check's redacted one is built when asked
     findings = [x.finding for x in doc.items]
     out: List[str] = []
     found = Counter((f.id, f.severity) for f in findings)

@@ -16,13 +16,15 @@ compiled with re.ASCII.
 """
 from __future__ import annotations
 
-import ast
 import math
 import re
-import warnings
 from typing import Optional
 
 from envdoctor.lazyre import lazy_re
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # ast and warnings are imported where a file is parsed: not at every start (issue 18)
+    import ast
 
 # The most characters one parser call reads (probes cap captured output well below this).
 MAX_INPUT_CHARS = 16 * 1024 * 1024
@@ -85,6 +87,9 @@ def python_ast(text: str) -> ast.Module:
 
     Raises what ast.parse raises (SyntaxError, ValueError, RecursionError, MemoryError); callers catch those.
     """
+    import ast
+    import warnings
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return ast.parse(text)

@@ -14,7 +14,6 @@ The contract of these functions is in envdoctor/parsers/__init__.py.
 """
 from __future__ import annotations
 
-import ast
 import re
 from functools import lru_cache
 from typing import Iterable, Optional, Tuple
@@ -22,6 +21,10 @@ from typing import Iterable, Optional, Tuple
 from envdoctor.parsers import NUM, checked_text, python_ast
 from envdoctor.lazyre import lazy_re
 from envdoctor.records import dataclass, replace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # ast is imported where a file is parsed: not at every start (issue 18)
+    import ast
 
 
 @dataclass
@@ -47,6 +50,8 @@ def parse_jax_version_file(text: Optional[str]) -> Optional[JaxVersionInfo]:
 @lru_cache(maxsize=8)
 def _parse_version_text(text: str) -> Optional[JaxVersionInfo]:
     """jax and jaxlib ship the same version.py: a check parses it once (ast.parse of 7 KB is ~1.5 ms, issue 18)."""
+    import ast
+
     values = {}
     try:
         tree = python_ast(text)

@@ -99,6 +99,8 @@ def _library_candidates(ctx: ProbeContext, snap: Snapshot) -> List[Tuple[str, st
         res = ctx.ldconfig_p()
         if res is not None and res.ok:
             for entry in ldconfig_entries(ctx, res)[0]:  # a ParseError leaves no evidence here (the loader says it)
+                if "libcudnn" not in entry.soname:
+                    continue  # most rows: no regex for them
                 parts = split_libname(entry.soname)
                 if parts and parts[0] == "libcudnn":
                     out.append((entry.path, "cmd:ldconfig -p"))

@@ -90,7 +90,10 @@ class _Collector:
         self.seen: Set[Tuple[str, str]] = set()
 
     def add_file(self, path: str, via: str, names: Tuple[str, ...] = LIB_NAMES) -> Optional[Library]:
-        parts = split_libname(posixpath.basename(path))
+        base = posixpath.basename(path)
+        if not base.startswith(names):
+            return None  # the common case (most of ldconfig's ~600 rows): no regex for it
+        parts = split_libname(base)
         if not parts or parts[0] not in names:
             return None
         real = resolve_path(self.ctx.root, path)
