@@ -9,7 +9,8 @@ installed; envdoctor inspects it with --python and never imports them.
 
     python benchmarks/check_vs_collect_env.py --python .ci-venv/fw/bin/python --rounds 7
 
-Besides the ratio it prints where check's time goes (median over --rounds in-process
+It also times check with ENVDOCTOR_NO_CACHE=1 (every probe runs and reads again, as a first run or one after an
+install does; the kept answers of envdoctor.probecache unused). Besides the ratio it prints where check's time goes (median over --rounds in-process
 runs of the real `check` command, each in a fresh interpreter): interpreter start,
 import, data (the matrices), probes (and each probe's own wall time; they overlap),
 rules, render; the peak memory (max RSS) of each check; and the wall time of
@@ -211,7 +212,8 @@ def main() -> int:
                                cwd=tempfile.gettempdir()).stdout.strip()
         if stale:
             print(f"WARNING: no up-to-date bytecode for {stale}: its folder is not writable? the runs compile it")
-    ours, theirs, rss, ours_cpu = [], [], [], []
+    ours, theirs, rss, ours_cpu, cold, cold_cpu = [], [], [], [], [], []
+    no_cache = dict(env, ENVDOCTOR_NO_CACHE="1")  # every probe runs and reads again (docs/snapshot.md)
     for i in range(args.rounds):
         pair = [(check, ours), (baseline, theirs)]
         if i % 2:
@@ -221,6 +223,7 @@ def main() -> int:
             bucket.append(wall)
             if argv is check:
                 rss.append(peak)
+        cold.append(run(check, no_cache, cpu=cold_cpu)[0])
     ratios = [a / b for a, b in zip(ours, theirs)]
     m_ours, m_theirs = statistics.median(ours), statistics.median(theirs)
     print(f"envdoctor check:              {spread(ours)}  runs {', '.join(f'{x:.3f}' for x in ours)}")
@@ -228,6 +231,8 @@ def main() -> int:
     print(f"ratio (check / collect_env):  {m_ours / m_theirs:.3f}   per round: median {statistics.median(ratios):.3f} "
           f"(min {min(ratios):.3f}, max {max(ratios):.3f})   target <= 0.05")
     print(f"CPU time of check:            {spread(ours_cpu)}  (user+sys, with its probes' children)")
+    print(f"check, no probe answers kept: {spread(cold)}  cpu {statistics.median(cold_cpu):.3f} s  ratio "
+          f"{statistics.median(cold) / m_theirs:.3f}  (ENVDOCTOR_NO_CACHE=1: a first run, or one after a change)")
     print(f"peak memory of check:         median {statistics.median(rss):.1f} MiB (max {max(rss):.1f})   target <= 30 MiB")
     if args.no_breakdown:
         return 0

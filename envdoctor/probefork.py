@@ -49,7 +49,7 @@ _HEADER = 8  # bytes before a child's answer: its length
 # Modules the probes import that judging imports too (the snapshot model: the probes fill it, this process unpickles
 # and judges it): imported here, before the fork, they are shared instead of built twice. The
 # child needs them anyway, so its work is the same; tests/test_probefork.py keeps every name one both sides import.
-SHARED = ("envdoctor.snapshot", "datetime", "envdoctor.lazyre", "envdoctor.infile", "envdoctor.cachedir",
+SHARED = ("envdoctor.snapshot", "envdoctor.lazyre", "envdoctor.infile", "envdoctor.cachedir",
           "envdoctor.binaries", "envdoctor.parsers.breadth", "envdoctor.parsers.jax_build", "envdoctor.parsers.nvidia_smi")
 
 _CHILDREN: List["Child"] = []  # forked and not reaped yet: ended by end_all()

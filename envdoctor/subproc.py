@@ -26,15 +26,21 @@ from __future__ import annotations
 
 import atexit
 import os
-import selectors
 import signal
-import subprocess
 import threading
 import time
 from typing import Callable, Dict, Optional, Mapping, Sequence, Tuple, Union
 
 from envdoctor import probefork
 from envdoctor.records import dataclass, field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import selectors
+    import subprocess
+
+# subprocess and selectors (with locale, select, fcntl: ~2 ms) are imported by the functions that start or read a
+# command: a check whose every answer is kept (envdoctor.probecache) runs none and never imports them (issue 18)
 
 DEFAULT_TIMEOUT = 5.0
 MAX_OUTPUT = 1 << 20  # keep at most 1 MiB of each stream; a captured stream past it gets the command killed
@@ -53,6 +59,7 @@ class CmdResult:
     stderr: str = ""
     duration_s: float = 0.0
     reason: str = ""
+    cached: bool = False  # the answer of an earlier run (Runner.run_fixed): nothing ran now
 
     @property
     def ok(self) -> bool:
@@ -128,6 +135,65 @@ class Runner:
         finally:
             _finish(proc)
 
+    def run_fixed(self, argv: Sequence[str], timeout: float | None = None, reads: Sequence[str] = ()) -> CmdResult:
+        """run(argv, timeout) for a command whose answer the executable file fixes (`gcc --version`, `nvcc
+        --list-gpu-arch`): a successful answer is kept in envdoctor's cache (envdoctor.probecache) and given again,
+        nothing run, while the executable (an ELF file, links resolved) has the same size, mtime, inode and ctime
+        and the arguments, environment and working folder are the same. A script, and an executable not named after
+        the command (ccache as gcc, a version manager's shim), is always run: a wrapper may answer anything.
+        `reads`: the files the answer comes from besides the executable (`ldconfig -p` prints /etc/ld.so.cache),
+        kept with it and checked the same way."""
+        fixed = self._fixed(argv, reads)
+        hit = self._kept(argv, fixed)
+        if hit is not None:
+            return hit
+        res = self.run(argv, timeout)
+        if fixed is not None and res.status == "ok":
+            store, key, witness = fixed
+            store.put(key, witness, {"stdout": res.stdout, "stderr": res.stderr})
+        return res
+
+    def start_fixed(self, argv: Sequence[str], timeout: float | None = None, reads: Sequence[str] = ()) -> None:
+        """start(argv, timeout) for what run_fixed(argv, timeout, reads) will collect, unless the cache answers it."""
+        if self.kept(argv, reads) is None:
+            self.start(argv, timeout)
+
+    def kept(self, argv: Sequence[str], reads: Sequence[str] = ()) -> Optional[CmdResult]:
+        """What run_fixed(argv, reads=reads) would give from the cache, or None (it would run the command)."""
+        return self._kept(argv, self._fixed(argv, reads))
+
+    @staticmethod
+    def _kept(argv: Sequence[str], fixed: Optional[tuple]) -> Optional[CmdResult]:
+        if fixed is None:
+            return None
+        hit = fixed[0].get(fixed[1])
+        if isinstance(hit, dict) and isinstance(hit.get("stdout"), str) and isinstance(hit.get("stderr"), str):
+            return CmdResult(list(argv), "ok", 0, hit["stdout"], hit["stderr"], 0.0,
+                             reason="the answer of an earlier run (the same executable file, arguments and environment)",
+                             cached=True)
+        return None
+
+    def _fixed(self, argv: Sequence[str], reads: Sequence[str] = ()) -> Optional[tuple]:
+        """(the cache store, the key, the witness) of run_fixed(argv), None when its answer is not kept."""
+        from envdoctor import probecache
+
+        if not argv or not probecache.enabled(self.env):
+            return None
+        exe = self.which(argv[0])
+        if exe is None:
+            return None
+        real = os.path.realpath(exe)
+        if os.path.basename(argv[0]) not in os.path.basename(real):
+            return None  # a dispatcher (ccache's gcc, a version manager's shim) is named after itself: it may answer anything
+        try:
+            with open(real, "rb") as fh:
+                if fh.read(4) != b"\x7fELF":
+                    return None
+        except OSError:
+            return None
+        return (probecache.store("commands", self.env), probecache.make_key("cmd", [real, *argv[1:]], self.env),
+                [(real, probecache.signature(real))] + [(str(f), probecache.signature(str(f))) for f in reads])
+
     def start(self, argv: Sequence[str], timeout: float | None = None, env: Mapping[str, str] | None = None) -> None:
         """Start argv now, to be collected by the run() of the same argv, timeout and env that follows (a
         prefetch: the command works while this process does something else). Its timeout counts from now;
@@ -151,6 +217,8 @@ class Runner:
 
     def _spawn(self, argv: list, env: Dict[str, str], with_stdin: bool) -> Union[CmdResult, Tuple[subprocess.Popen, float]]:
         """(the started process, its start time), or the CmdResult of a command that could not start."""
+        import subprocess
+
         exe = self.which(argv[0])
         if exe is None:
             return CmdResult(argv, "missing", reason=f"{argv[0]}: not found on PATH")
@@ -250,6 +318,9 @@ class _Stream:
 
 def _collect(argv: list, proc: subprocess.Popen, limit: float, start: float, stdin_text: Optional[str],
              on_line: Optional[Callable[[str], None]], cancel: Optional[threading.Event]) -> CmdResult:
+    import selectors
+    import subprocess
+
     streaming = on_line is not None
     deadline = start + limit
     out = _Stream("stdout", on_line)
@@ -354,6 +425,8 @@ def _exited(proc: subprocess.Popen) -> bool:
 def _wait_unreaped(proc: subprocess.Popen, limit: float, cancel: Optional[threading.Event] = None) -> None:
     """Wait for the command to end without reaping it, so its process group id stays reserved
     until the group is killed (a reaped leader's id could be reused by an unrelated process)."""
+    import subprocess
+
     deadline = time.monotonic() + limit
     delay = 0.002
     while not _exited(proc):
@@ -367,6 +440,8 @@ def _wait_unreaped(proc: subprocess.Popen, limit: float, cancel: Optional[thread
 def _end(proc: subprocess.Popen) -> None:
     """Kill what is left of the command's group, forget it, reap it (in this order: its id stays
     reserved until the reap, so neither this kill nor the watchdog's can hit another process)."""
+    import subprocess
+
     with _LIVE_LOCK:
         if proc not in _LIVE:
             return
@@ -421,6 +496,8 @@ def shutdown() -> None:
     with _LIVE_LOCK:
         dog, _WATCHDOG = _WATCHDOG, None
     if dog is not None and dog.stdin is not None:
+        import subprocess  # (a watchdog was started: imported already)
+
         try:
             dog.stdin.close()  # EOF: it kills what is still registered and exits
             if killed:  # it has groups to kill: let it finish; with none it exits at once on its own (~10 ms saved)
@@ -485,6 +562,8 @@ def _watchdog_send(line: str) -> None:
 
 
 def _start_watchdog() -> Optional[subprocess.Popen]:
+    import subprocess
+
     sh = "/bin/sh"
     if os.name != "posix" or not os.access(sh, os.X_OK) or os.environ.get("ENVDOCTOR_NO_WATCHDOG"):
         return None

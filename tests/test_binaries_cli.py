@@ -128,6 +128,11 @@ def test_warm_check_answers_from_the_cache(tmp_path):
     assert cold["from_cache"] == 0 and warm["from_cache"] == warm["scanned"] == cold["scanned"] > 0
     assert warm["binaries"] == cold["binaries"]
     assert json.loads((tmp_path / "cache" / "binaries.json").read_text())["format"] == 1
+    # ENVDOCTOR_NO_CACHE=1: every file read again, the cache neither read nor written
+    (tmp_path / "cache" / "binaries.json").unlink()
+    off = json.loads(_run(args, dict(env, ENVDOCTOR_NO_CACHE="1")).stdout)["binaries"]
+    assert off["from_cache"] == 0 and off["binaries"] == cold["binaries"]
+    assert not (tmp_path / "cache" / "binaries.json").exists()
 
 
 def test_image_root_is_read_inside_the_image(tmp_path):

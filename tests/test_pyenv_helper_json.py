@@ -91,7 +91,8 @@ def _run_helper_both_ways(python: str, cwd) -> tuple:
     env = pyenv._helper_env(os.environ)
     source = subprocess.run([python, "-c", HELPER_PATH.read_text(encoding="utf-8")], capture_output=True, text=True,
                             env=env, cwd=str(cwd), timeout=60)
-    argv, _, env = pyenv._helper_command(python, Runner(env=dict(os.environ)), None)
+    # ENVDOCTOR_NO_CACHE: the bootstrap then asks for no witness (the paths the walk read, kept with a cached answer)
+    argv, _, env = pyenv._helper_command(python, Runner(env=dict(os.environ, ENVDOCTOR_NO_CACHE="1")), None)
     boot = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=str(cwd), timeout=60)
     return source, boot
 
@@ -100,6 +101,9 @@ def test_the_bootstrap_answers_what_the_source_answers(tmp_path):
     """The helper is imported from its folder now, not given whole to -c: the same answer, byte for byte, also with
     a json.py, re.py and _pyenv_helper.py in the working directory (sys.path[0] under -c), which are never read."""
     import os
+
+    from envdoctor.probes import pyenv
+    from envdoctor.subproc import Runner
 
     for name in ("json.py", "re.py", "_pyenv_helper.py", "os.py"):
         (tmp_path / name).write_text("raise SystemExit('picked up from the cwd')\n")
@@ -110,6 +114,15 @@ def test_the_bootstrap_answers_what_the_source_answers(tmp_path):
         assert boot.stdout == source.stdout and boot.stdout.startswith(helper.MARKER)
         data = json.loads(boot.stdout[len(helper.MARKER):])
         assert str(HELPER_PATH.parent) not in data["sys_path"] and "" not in data["sys_path"]
+        # with the cache on, the same answer and its witness: the sys.path folders first, every one a [path, stat]
+        argv, _, env = pyenv._helper_command(python, Runner(env={k: v for k, v in os.environ.items()
+                                                                 if k != "ENVDOCTOR_NO_CACHE"}), None)
+        witnessed = json.loads(subprocess.run(argv, capture_output=True, text=True, env=env, cwd=str(tmp_path),
+                                              timeout=60).stdout[len(helper.MARKER):])
+        witness = witnessed.pop("witness")
+        assert witnessed == data
+        assert [w[0] for w in witness[:len(data["sys_path"])]] == data["sys_path"]
+        assert all(sig is None or len(sig) == 4 for _, sig in witness)
 
 
 def test_the_bootstrap_loads_the_compiled_helper(tmp_path):

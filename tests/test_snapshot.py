@@ -62,6 +62,40 @@ def test_failing_probe_is_recorded_and_others_survive():
     assert snap.driver.version == "1.2"
 
 
+def test_a_stage_runs_its_waiting_probes_in_threads_beside_the_others():
+    """A probe marked WAITS (it waits on the driver, a GPU tool, another interpreter) gets a thread, started first;
+    the others run one after another in the calling thread meanwhile; statuses come in the stage's order."""
+    import threading
+
+    from envdoctor.errors import BadInput
+    from envdoctor.probes import WAITS
+
+    released = threading.Event()
+    seen = {}
+
+    def waits(ctx, snap):  # done only once the probe listed after it ran: they overlap
+        seen["waits"] = (threading.current_thread() is threading.main_thread(), released.wait(10))
+
+    def first(ctx, snap):
+        seen["first"] = threading.current_thread() is threading.main_thread()
+
+    def releases(ctx, snap):
+        seen["releases"] = threading.current_thread() is threading.main_thread()
+        released.set()
+
+    snap = run_probes(ProbeContext(), stages=[[("first", first), ("waits", waits, WAITS), ("releases", releases)]])
+    assert [p.name for p in snap.probes] == ["first", "waits", "releases"] and {p.status for p in snap.probes} == {"ok"}
+    assert seen == {"first": True, "waits": (False, True), "releases": True}
+
+    def refuses(ctx, snap):
+        raise BadInput("--python x: not a Python interpreter")
+
+    ran = []
+    with pytest.raises(BadInput, match="not a Python interpreter"):  # raised once the stage has ended
+        run_probes(ProbeContext(), stages=[[("refuses", refuses, WAITS), ("after", lambda c, s: ran.append(1))]])
+    assert ran == [1]
+
+
 def test_report_schema_file_matches_and_validates_check_output():
     import subprocess
     import sys

@@ -20,6 +20,29 @@ import os  # noqa: E402
 
 MARKER = "@@ENVDOCTOR-PYENV@@ "
 MAX_FILE = 64 * 1024
+MAX_WITNESS = 4096
+
+# While main(witness=True) runs: [path, signature] of every path the walk looked at (a folder listed, a file read, a
+# path found absent), the interpreter's own files and the .pth files that shaped sys.path. envdoctor keeps the
+# answer with it and gives it again while every signature holds (envdoctor.probecache).
+_SEEN = None  # type: list | None  # a type comment: the helper runs on Python 3.6+
+
+
+def _sig(st):
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+
+
+def _note(path, st=None):
+    """Put `path` (with `st`, its os.stat, when known) in the witness, when one is kept."""
+    if _SEEN is None or len(_SEEN) >= MAX_WITNESS:
+        return
+    if st is None:
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            _SEEN.append([path, None])
+            return
+    _SEEN.append([path, _sig(st)])
 
 EXACT = set([
     "torch", "torchvision", "torchaudio", "triton", "pytorch-triton", "pytorch-triton-rocm",
@@ -154,8 +177,11 @@ def files_for(norm):
 def read_text(path, limit=MAX_FILE):
     try:
         with open(path, "rb") as fh:
+            if _SEEN is not None:
+                _note(path, os.fstat(fh.fileno()))
             data = fh.read(limit)
     except (OSError, IOError, ValueError):
+        _note(path)
         return None
     if b"\x00" in data:
         return None
@@ -266,6 +292,7 @@ def find_file(rel, location, search_path):
         candidate = os.path.join(base, *parts)
         if os.path.isfile(candidate):
             return candidate
+        _note(candidate)
     return None
 
 
@@ -300,6 +327,7 @@ def bundled_libs(norm, location, search_path):
         parts = rel.split("/")
         for base in [location] + [p for p in search_path if p != location]:
             d = os.path.join(base, *parts)
+            _note(d)
             if not os.path.isdir(d):
                 continue
             try:
@@ -354,6 +382,10 @@ def platform_tag():
 
 def collect(path_entries):
     """The report as a dict, from the distributions on `path_entries` (sys.path of the target)."""
+    if _SEEN is not None:
+        for p in path_entries:
+            if p:
+                _note(p)
     search_path = [p for p in path_entries if p and os.path.isdir(p)]
     dists = {}  # type: dict[str, dict]  # a type comment: the helper runs on Python 3.6+
     order = []
@@ -406,10 +438,60 @@ def collect(path_entries):
         "site_dirs": site_dirs(),
         "dists": [dists[k] for k in order],
     }
+    if _SEEN is not None:
+        _note_startup(result["site_dirs"])
+        result["witness"] = _SEEN
     return result
 
 
-def main():
+def _note_startup(sites):
+    """What made this interpreter's sys.path besides the folders on it: its executable and pyvenv.cfg, the
+    files of the modules and shared libraries it loaded to start (site, a sitecustomize, libpython), the site
+    folders (one that does not exist yet, the user's, counts as absent), their .pth files and the folders those
+    name (site adds only the ones that exist)."""
+    exe = sys.executable
+    if exe:
+        _note(exe)
+        here = os.path.dirname(exe)
+        _note(os.path.join(here, "pyvenv.cfg"))
+        _note(os.path.join(os.path.dirname(here), "pyvenv.cfg"))
+    for name in sorted(sys.modules):
+        path = getattr(sys.modules.get(name), "__file__", None)
+        if isinstance(path, str) and name != __name__:
+            _note(path)
+    maps = ""
+    if sys.platform.startswith("linux"):
+        try:  # not read_text: /proc/self/maps itself is no witness (it is another file in every process)
+            with open("/proc/self/maps", "rb") as fh:
+                maps = fh.read(1024 * 1024).decode("utf-8", "replace")
+        except (OSError, IOError, ValueError):
+            pass
+    seen = set()
+    for line in maps.splitlines():
+        fields = line.split(None, 5)
+        if len(fields) == 6 and fields[5].startswith("/") and fields[5] not in seen:
+            seen.add(fields[5])
+            _note(fields[5])
+    for site_dir in sites:
+        _note(site_dir)
+        try:
+            names = sorted(os.listdir(site_dir))
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith(".pth"):
+                continue
+            text = read_text(os.path.join(site_dir, name)) or ""
+            for line in text.splitlines():
+                line = line.rstrip()
+                if line and not line.startswith("#") and not line.startswith(("import ", "import\t")):
+                    _note(os.path.join(site_dir, line))
+
+
+def main(witness=False):
+    global _SEEN
+    if witness:
+        _SEEN = []
     result = collect(list(sys.path))
     out = MARKER + dumps(result) + "\n"
     stream = getattr(sys.stdout, "buffer", None)

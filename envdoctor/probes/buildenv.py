@@ -30,7 +30,7 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
     if tk is None or not tk.nvcc or not ctx.root.is_live:
         return  # never execute an inspected image's nvcc
     be.nvcc = tk.nvcc
-    res = ctx.runner.run([tk.nvcc, "--list-gpu-arch"], timeout=ctx.timeout)
+    res = ctx.runner.run_fixed([tk.nvcc, "--list-gpu-arch"], timeout=ctx.timeout)
     source = f"cmd:{tk.nvcc} --list-gpu-arch"
     be.evidence.append(Evidence(source, (res.stdout or res.stderr or res.reason)[:600]))
     if res.status == "ok":

@@ -16,7 +16,7 @@ def prefetch(ctx: ProbeContext) -> None:
     if ctx.root.is_live:
         for tool in TOOLS:
             if ctx.runner.which(tool):
-                ctx.runner.start([tool, "--version"], timeout=ctx.timeout)
+                ctx.runner.start_fixed([tool, "--version"], timeout=ctx.timeout)
 
 
 def probe(ctx: ProbeContext, snap: Snapshot) -> None:
@@ -31,8 +31,11 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
     found = [t for t in TOOLS if runner.which(t)]
     if not found:
         return
-    results = parallel_map(lambda t: runner.run([t, "--version"], timeout=ctx.timeout), found)
-    for tool, res in zip(found, results):
+    kept = {t: runner.kept([t, "--version"]) for t in found}  # cached answers first: no thread for them
+    todo = [t for t in found if kept[t] is None]
+    ran = dict(zip(todo, parallel_map(lambda t: runner.run_fixed([t, "--version"], timeout=ctx.timeout), todo)))
+    for tool in found:
+        res = kept[tool] or ran[tool]
         if res.status != "ok":
             h.evidence.append(Evidence(f"cmd:{tool} --version", res.reason[:200]))
             continue

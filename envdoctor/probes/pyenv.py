@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from envdoctor import probecache
 from envdoctor.errors import BadInput
 from envdoctor.parsers import jax_build, tf_build_info, torch_version
 from envdoctor.parsers import assignments
@@ -85,27 +86,84 @@ try:
     import _pyenv_helper
 finally:
     del sys.path[0]
-_pyenv_helper.main()
+_pyenv_helper.main(%s)
 """
 
 
 def _helper_command(python: str, runner: Runner, timeout: Optional[float]) -> Tuple[List[str], float, Dict[str, str]]:
     limit = runner.timeout * 2 if timeout is None else timeout
-    return [python, "-c", _BOOTSTRAP % ascii(str(HELPER_PATH.parent))], limit, _helper_env(runner.env)
+    env = _helper_env(runner.env)
+    witness = "True" if probecache.enabled(runner.env) else ""
+    return [python, "-c", _BOOTSTRAP % (ascii(str(HELPER_PATH.parent)), witness)], limit, env
+
+
+# -- the helper's answer, kept ---------------------------------------------------------
+# The walk's answer depends on the interpreter (its files and the libraries it loads), its environment and working
+# folder, and the folders and files the walk looked at: the helper lists those as its witness (main(witness=True)),
+# and the answer is given again, the interpreter not run, while every one of them is unchanged (envdoctor.probecache).
+# Only an interpreter that answers as itself is remembered (sys.executable resolves to the file that was run): a
+# wrapper script or a shim (pyenv's picks a version by the folder) may run another one next time.
+
+def _cache_slot(python: str, runner: Runner, argv: List[str], env: Dict[str, str]):
+    """(store, key, the interpreter's resolved path) for the helper's answer, or None when it is not kept."""
+    if not probecache.enabled(runner.env):
+        return None
+    exe = runner.which(python)
+    if exe is None:
+        return None
+    real = os.path.realpath(exe)
+    return probecache.store("pyenv", runner.env), probecache.make_key("pyenv", [real, *argv[1:]], env), real
+
+
+def _cached_answer(slot) -> Optional[dict]:
+    if slot is None:
+        return None
+    hit = slot[0].get(slot[1])
+    if not isinstance(hit, dict) or hit.get("helper") != 1 or not isinstance(hit.get("dists"), list):
+        return None
+    answer = json.loads(json.dumps(hit))  # a copy: the snapshot's builder changes what it is given
+    return None if helper_answer_problem(answer) else answer  # a damaged entry: the helper runs
+
+
+def _remember(slot, data: dict) -> None:
+    witness = data.pop("witness", None)
+    if slot is None or not isinstance(witness, list) or len(witness) >= helper.MAX_WITNESS:
+        return
+    store, key, real = slot
+    executable = data.get("executable")
+    if not isinstance(executable, str) or os.path.realpath(executable) != real:
+        return  # a wrapper or a shim answered for another interpreter
+    try:
+        pairs = [(str(p), sig) for p, sig in witness]
+    except (TypeError, ValueError):
+        return
+    pairs[:0] = [(real, probecache.signature(real)), (str(HELPER_PATH), probecache.signature(str(HELPER_PATH)))]
+    data["from_cache"] = len(pairs)
+    store.put(key, pairs, data)
+    del data["from_cache"]
 
 
 def prefetch(ctx: ProbeContext) -> None:
-    """Start the helper for an explicit --python now (Runner.start): probe() collects it. BadInput for a
-    --python that is no interpreter is left to probe()."""
-    python, explicit, _ = resolve_target(ctx)
+    """Start the helper now (Runner.start) for the interpreter probe() will ask, unless its walk runs in this process
+    or the cache answers it: probe() collects it. BadInput for a --python that is no interpreter is left to probe()."""
+    python, explicit, chosen_by = resolve_target(ctx)
     if explicit:
-        argv, limit, env = _helper_command(_check_path(python), ctx.runner, None)
+        python = _check_path(python)
+    elif not ctx.root.is_live or _walks_here(python, chosen_by, ctx):
+        return
+    argv, limit, env = _helper_command(python, ctx.runner, None)
+    if _cached_answer(_cache_slot(python, ctx.runner, argv, env)) is None:
         ctx.runner.start(argv, timeout=limit, env=env)
 
 
 def run_helper(python: str, runner: Runner, timeout: Optional[float] = None) -> Tuple[Optional[dict], str]:
-    """Run the helper in `python`. Returns (data, "") or (None, one-line reason)."""
+    """Run the helper in `python` (or take its earlier answer, see _cache_slot). Returns (data, "") or (None,
+    one-line reason)."""
     argv, limit, env = _helper_command(python, runner, timeout)
+    slot = _cache_slot(python, runner, argv, env)
+    cached = _cached_answer(slot)
+    if cached is not None:
+        return cached, ""
     result = runner.run(argv, timeout=limit, env=env)
     if result.status == "missing":
         return None, "not found" + (" on PATH" if os.sep not in python else "")
@@ -126,6 +184,7 @@ def run_helper(python: str, runner: Runner, timeout: Optional[float] = None) -> 
             except ValueError:
                 break
             if isinstance(data, dict) and data.get("helper") == 1 and isinstance(data.get("dists"), list):
+                _remember(slot, data)
                 return data, ""
             break
     return None, "did not answer like a Python interpreter"
@@ -433,11 +492,14 @@ def python_env_from(data: dict, chosen_by: str = "") -> PythonEnv:
         platform_tag=str(data.get("platform") or ""),
         sys_path=[p for p in data.get("sys_path") or [] if isinstance(p, str) and p],
     )
-    env.evidence.append(Evidence(
-        "cmd:" + (env.executable or "python") + " -c <envdoctor pyenv helper>",
-        _one_line(f"chosen by {chosen_by}; prefix={env.prefix} base_prefix={data.get('base_prefix')} "
-                  f"sys.path={data.get('sys_path')}", 600),
-    ))
+    source = "cmd:" + (env.executable or "python") + " -c <envdoctor pyenv helper>"
+    env.evidence.append(Evidence(source, _one_line(
+        f"chosen by {chosen_by}; prefix={env.prefix} base_prefix={data.get('base_prefix')} sys.path={data.get('sys_path')}",
+        600)))
+    cached = data.get("from_cache")
+    if isinstance(cached, int) and not isinstance(cached, bool):
+        env.evidence.append(Evidence(source, f"the answer of an earlier run, not run again: the interpreter, its "
+                                             f"environment and the {cached} paths the walk read are unchanged"))
     for norm, d in installed.items():
         env.packages[norm] = str(d.get("version") or "")
         if is_runtime_dist(norm):
@@ -456,15 +518,20 @@ def python_env_from(data: dict, chosen_by: str = "") -> PythonEnv:
     return env
 
 
+def _walks_here(python: str, chosen_by: str, ctx: ProbeContext) -> bool:
+    """Whether the target (not named by --python) is the environment envdoctor itself runs in, with its sys.path."""
+    prefix = (ctx.env.get("VIRTUAL_ENV") or ctx.env.get("CONDA_PREFIX")) if chosen_by.startswith("env:") else sys.prefix
+    if python != sys.executable and not (prefix and os.path.realpath(prefix) == os.path.realpath(sys.prefix)):
+        return False
+    return ctx.env.get("PYTHONPATH", "") == os.environ.get("PYTHONPATH", "")  # else it would see another path
+
+
 def _collect_in_process(python: str, chosen_by: str, ctx: ProbeContext) -> Optional[dict]:
     """When the target is the environment envdoctor itself runs in, the helper's walk runs here
     instead of in a new interpreter (the same files are read; nothing is imported either way).
     sys.path[0] is left out: it is envdoctor's script folder or cwd, which `python -c` would not see."""
-    prefix = (ctx.env.get("VIRTUAL_ENV") or ctx.env.get("CONDA_PREFIX")) if chosen_by.startswith("env:") else sys.prefix
-    if python != sys.executable and not (prefix and os.path.realpath(prefix) == os.path.realpath(sys.prefix)):
+    if not _walks_here(python, chosen_by, ctx):
         return None
-    if ctx.env.get("PYTHONPATH", "") != os.environ.get("PYTHONPATH", ""):
-        return None  # the target would see another path than this process
     data = helper.collect(list(sys.path[1:]))
     data["executable"] = python
     return data

@@ -372,7 +372,7 @@ def _versions(ctx: ProbeContext, cand: _Cand) -> Tuple[List[Tuple[str, str]], Li
     nvcc_path = posixpath.join(path, "bin/nvcc")
     nvcc: Optional[str] = nvcc_path if is_file(root, nvcc_path) else None
     if nvcc and root.is_live:
-        res = ctx.runner.run([nvcc, "--version"], timeout=ctx.timeout)
+        res = ctx.runner.run_fixed([nvcc, "--version"], timeout=ctx.timeout)
         src = f"cmd:{nvcc} --version"
         if res.ok:
             nvcc_version = _parsed(ev, src, parse_nvcc_version, res.stdout)
