@@ -1,8 +1,8 @@
 """Answers of probe commands that the files on disk fix, kept between runs (issue 18).
 
-Two kinds of command give the same answer for as long as the files they read stay the same: a compiler's or
-nvcc's ``--version`` (the text is compiled into the executable) and the Python helper of envdoctor.probes.pyenv
-(it reports what a walk of the target's sys.path reads). Such an answer is kept in ``<cache root>/<name>/<key>.json``
+Some commands give the same answer for as long as the files they read stay the same: a compiler's or nvcc's
+``--version`` (the text is compiled into the executable), ``ldconfig -p`` (it prints /etc/ld.so.cache) and the
+Python helper of envdoctor.probes.pyenv (it reports what a walk of the target's sys.path reads). Such an answer is kept in ``<cache root>/<name>/<key>.json``
 with a *witness*: every file and folder it depended on, each with its signature (size, mtime_ns, inode,
 ctime_ns, or null for "absent"). It is reused only when
 
