@@ -157,7 +157,7 @@ def breakdown(interpreter, args, env, rounds):
         print(f"  {label:<30} {med(key) * 1000:7.1f} ms  (min {min(xs) * 1000:.1f}, max {max(xs) * 1000:.1f})")
     names = sorted({n for r in runs for n in r["per_probe"]},
                    key=lambda n: -statistics.median(r["per_probe"].get(n, 0) for r in runs))
-    print("  per probe (own wall time; a stage's probes run in parallel):")
+    print("  per probe (own wall time; a stage's waiting probes run beside the others):")
     for n in names:
         print(f"    {n:<28} {statistics.median(r['per_probe'].get(n, 0) for r in runs) * 1000:7.1f} ms")
 
