@@ -138,6 +138,15 @@ def test_no_cache_runs_everything(tmp_path, cache_env):
     assert _runs(tmp_path) == 2 and not (tmp_path / "cache" / "commands").exists()
 
 
+def test_an_unwritable_cache_only_means_running_again(tmp_path, cache_env):
+    tool = _logging_tool(tmp_path)
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    env = dict(cache_env, ENVDOCTOR_CACHE_DIR=str(blocker))  # the cache root is a file: nothing can be written
+    results = [Runner(env=env).run_fixed(_argv(tool, tmp_path)) for _ in range(2)]
+    assert [(r.ok, r.cached, r.stdout) for r in results] == [(True, False, "tool 1.0\n")] * 2 and _runs(tmp_path) == 2
+
+
 def test_a_fresh_file_is_not_kept(tmp_path, cache_env, monkeypatch):
     """Within RACY_S of its last change a file could change again with the same timestamp: not stored then."""
     monkeypatch.setattr(probecache, "RACY_S", 2.0)

@@ -103,28 +103,29 @@ def start_commands(ctx: ProbeContext) -> None:
 
 def _run_stage(stage: Sequence[Entry], ctx: ProbeContext, snap: Snapshot) -> List[ProbeStatus]:
     """The stage's statuses, in its order: its waiting probes each in a thread (started first), the others here
-    meanwhile, in order. An
-    exception a probe lets through (BadInput, KeyboardInterrupt) is raised once all have ended, the first in order."""
+    meanwhile, in order. A BadInput a probe raises is raised once all have ended, the first in order; Ctrl-C in this
+    thread ends the stage at once (run_probes kills the commands the threads wait for)."""
     done: Dict[int, ProbeStatus] = {}
     errors: Dict[int, BaseException] = {}
 
-    def one(i: int) -> None:
+    def in_thread(i: int) -> None:
         try:
             done[i] = _run_one(stage[i][0], stage[i][1], ctx, snap)
         except BaseException as exc:  # noqa: BLE001 - raised below, in the stage's order
             errors[i] = exc
 
     waiting = [i for i, entry in enumerate(stage) if len(entry) > 2 and entry[2]]
-    threads = [threading.Thread(target=one, args=(i,), name=f"envdoctor-probe-{stage[i][0]}") for i in waiting]
+    threads = [threading.Thread(target=in_thread, args=(i,), name=f"envdoctor-probe-{stage[i][0]}") for i in waiting]
     for t in threads:
         t.start()
-    try:
-        for i in range(len(stage)):
-            if i not in waiting:
-                one(i)
-    finally:
-        for t in threads:
-            t.join()
+    for i in range(len(stage)):
+        if i not in waiting:
+            try:
+                done[i] = _run_one(stage[i][0], stage[i][1], ctx, snap)
+            except BadInput as exc:
+                errors[i] = exc
+    for t in threads:
+        t.join()
     for i in sorted(errors):
         raise errors[i]
     return [done[i] for i in range(len(stage))]
