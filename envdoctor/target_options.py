@@ -26,7 +26,9 @@ def note(message: str) -> None:
     sys.stderr.write(f"envdoctor: note: {message}\n")
 
 
-def _xy(version: str) -> str:
+def python_series(version: str) -> str:
+    """A Python version as its X.Y series, as written ("3.11.7" -> "3.11", "3.13" -> "3.13"): the one truncation
+    every target option and lock uses."""
     return ".".join(str(version).strip().split(".")[:2])
 
 
@@ -35,13 +37,13 @@ def python_target(python_opt: Optional[str], python_version: Optional[str]) -> T
     path, version = python_opt, None
     deprecated = python_opt if python_opt and _PY_VERSION.match(python_opt) else None  # `--python 3.X`
     if deprecated is not None:
-        path, version = None, _xy(deprecated)
+        path, version = None, python_series(deprecated)
     if python_version is not None:
         if not _PY_VERSION.match(python_version):
             raise BadInput(f"--python-version {python_version!r} is not a Python version (e.g. 3.11)")
-        if version and version != _xy(python_version):
+        if version and version != python_series(python_version):
             raise BadInput(f"--python {python_opt} and --python-version {python_version} disagree")
-        version = _xy(python_version)
+        version = python_series(python_version)
     if deprecated is not None:  # after the checks: bad input stays one line
         sys.stderr.write(f"envdoctor: warning: --python {deprecated.strip()} is deprecated for a version; "
                          f"use --python-version {version}\n")

@@ -18,14 +18,9 @@ from envdoctor.outfile import exists, same_as, write_output
 from envdoctor.outfile import resolve as resolve_output
 from envdoctor.redact import redact_output
 from envdoctor.snapshot_io import dump_json
-from envdoctor.target_options import PLATFORM_CHOICES
+from envdoctor.target_options import PLATFORM_CHOICES, python_series
 
 _CC_TEXT = re.compile(r"^\s*(?:(?:sm|compute)_\d{2,3}[af]?|\d{1,2}\.\d)\s*$", re.IGNORECASE)
-
-
-def _xy(version: str) -> str:
-    parts = str(version).strip().split(".")
-    return ".".join(parts[:2])
 
 
 def given(cuda: Optional[str], driver: Optional[str], gpus: Sequence[str], python_version: Optional[str],
@@ -81,7 +76,7 @@ def build_target(m: Any, *, cuda: Optional[str], driver: Optional[str], gpus: Se
             raise BadInput(f"{where} is {snap.platform.system or 'an unknown system'} {snap.platform.machine or ''}, "
                            f"a platform lock has no builds for; name one with --platform ({', '.join(PLATFORM_CHOICES)})")
         if snap.python.version:
-            c.python = _xy(snap.python.version)
+            c.python = python_series(snap.python.version)
             origin["python"] = where
         if snap.driver.version:
             c.driver = snap.driver.version
@@ -102,7 +97,7 @@ def build_target(m: Any, *, cuda: Optional[str], driver: Optional[str], gpus: Se
     elif snap is None:
         origin["platform"] = "default (linux-x86_64)"
     if python_version:
-        c.python = _xy(python_version)
+        c.python = python_series(python_version)
         origin["python"] = "--python-version"
     elif c.python is None:
         c.python = f"{sys.version_info[0]}.{sys.version_info[1]}"
