@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import glob
 import os
+import posixpath
 from pathlib import Path, PurePosixPath
-from typing import Dict, Optional
+from typing import Dict, Optional, Sequence
 
 MAX_READ = 256 * 1024
 
@@ -62,6 +63,33 @@ class Root:
         """Glob an absolute pattern; returns paths as the inspected machine sees them."""
         local = str(self.path(pattern))
         return sorted(self.display(p) for p in glob.glob(local))
+
+    def glob_in(self, d: str, patterns: Sequence[str]) -> list[str]:
+        """``self.glob(posixpath.join(d, p))`` for each pattern in turn, concatenated, from one listing of the folder
+        (the cudnn probe asks four header names of each include dir, the loader eight library names of a dir; glob
+        lists the folder and runs fnmatch over every name each time: issue 18). As glob does: the folder is the
+        pattern's local dirname, hidden names never match, a pattern without wildcards is matched by name, each
+        pattern's matches come sorted. A folder glob would itself expand, or cannot list, is left to glob."""
+        import fnmatch
+
+        locals_ = [os.path.split(str(self.path(posixpath.join(d, p)))) for p in patterns]
+        folder = locals_[0][0] if locals_ else ""
+        if not locals_ or any(f != folder for f, _ in locals_) or glob.has_magic(folder):
+            return [x for p in patterns for x in self.glob(posixpath.join(d, p))]
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return [x for p in patterns for x in self.glob(posixpath.join(d, p))]
+        out: list[str] = []
+        for _, pattern in locals_:
+            if not glob.has_magic(pattern):
+                hits = [pattern] if pattern in names else []
+            else:
+                literal = pattern[:min((i for i in (pattern.find(c) for c in "*?[") if i >= 0))]
+                shown = [n for n in names if n.startswith(literal) and (n[:1] != "." or pattern[:1] == ".")]
+                hits = fnmatch.filter(shown, pattern)
+            out += sorted(self.display(os.path.join(folder, n)) for n in hits)
+        return out
 
     def listdir(self, abs_path: str) -> list[str]:
         try:

@@ -36,7 +36,6 @@ from envdoctor.records import dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import selectors
     import subprocess
 
 # subprocess and selectors (with locale, select, fcntl: ~2 ms) are imported by the functions that start or read a

@@ -263,10 +263,9 @@ def _globbed(root, d, patterns):
 
 
 def test_glob_in_answers_as_one_glob_per_pattern(tmp_path):
-    """The cudnn, loader, nvidia and toolkits probes list a folder once for all their names (toolkits.glob_in): the same paths in the
+    """The cudnn, loader, nvidia and toolkits probes list a folder once for all their names (fsroot.Root.glob_in): the same paths in the
     same order as globbing each pattern, on this machine's library and include dirs and on a fake folder with hidden
     names, dangling links, a literal name, a folder whose name has glob characters, a missing folder, an image root."""
-    from envdoctor.probes.toolkits import glob_in
 
     fake = tmp_path / "image/usr/lib"
     fake.mkdir(parents=True)
@@ -283,6 +282,6 @@ def test_glob_in_answers_as_one_glob_per_pattern(tmp_path):
     dirs += [(live, str(fake)), (live, str(odd)), (image, "/usr/lib"), (image, "/odd[1]*dir"), (image, "/usr/lib/")]
     for root, d in dirs:
         for patterns in GLOB_CASES:
-            assert glob_in(root, d, patterns) == _globbed(root, d, patterns), (d, patterns)
-    assert glob_in(live, str(fake), (".hidden*", "plain.h", "libcuda.so*")) == [
+            assert root.glob_in(d, patterns) == _globbed(root, d, patterns), (d, patterns)
+    assert live.glob_in(str(fake), (".hidden*", "plain.h", "libcuda.so*")) == [
         str(fake / ".hidden.so"), str(fake / "plain.h"), str(fake / "libcuda.so.1")]

@@ -25,7 +25,7 @@ from envdoctor.parsers.libname import more_precise, split_libname
 from envdoctor.probes._parsed import parsed as _parsed
 from envdoctor.probes.base import ProbeContext
 from envdoctor.probes.loader import ldconfig_entries
-from envdoctor.probes.toolkits import glob_in, is_dir, is_file, read_text, resolve_path, site_package_dirs
+from envdoctor.probes.toolkits import is_dir, is_file, read_text, resolve_path, site_package_dirs
 from envdoctor.snapshot import Cudnn, Evidence, Snapshot
 
 MULTIARCH = ("x86_64-linux-gnu", "aarch64-linux-gnu", "sbsa-linux", "powerpc64le-linux-gnu")
@@ -76,7 +76,7 @@ def _dedupe_dirs(ctx: ProbeContext, dirs: List[str]) -> List[str]:
 
 def _headers(ctx: ProbeContext, snap: Snapshot, add) -> None:
     for d in _dedupe_dirs(ctx, _include_dirs(ctx, snap)):
-        for h in glob_in(ctx.root, d, HEADER_NAMES):  # each name in turn, as globbing them one by one
+        for h in ctx.root.glob_in(d, HEADER_NAMES):  # each name in turn, as globbing them one by one
             text = read_text(ctx.root, h)
             version = _parsed([], h, parse_cudnn_header, text)
             if version is None:
@@ -94,7 +94,7 @@ def _library_candidates(ctx: ProbeContext, snap: Snapshot) -> List[Tuple[str, st
     for d in ctx.env.get("LD_LIBRARY_PATH", "").split(":"):
         if d.startswith("/") and is_dir(ctx.root, d):
             d = resolve_path(ctx.root, d)
-            out += [(p, "env:LD_LIBRARY_PATH") for p in glob_in(ctx.root, d, ("libcudnn.so*",))]
+            out += [(p, "env:LD_LIBRARY_PATH") for p in ctx.root.glob_in(d, ("libcudnn.so*",))]
     if ctx.root.is_live:
         res = ctx.ldconfig_p()
         if res is not None and res.ok:
@@ -105,7 +105,7 @@ def _library_candidates(ctx: ProbeContext, snap: Snapshot) -> List[Tuple[str, st
                 if parts and parts[0] == "libcudnn":
                     out.append((entry.path, "cmd:ldconfig -p"))
     for d in _dedupe_dirs(ctx, _lib_dirs(ctx, snap)):
-        out += [(p, f"file:{d}") for p in glob_in(ctx.root, d, ("libcudnn.so*",))]
+        out += [(p, f"file:{d}") for p in ctx.root.glob_in(d, ("libcudnn.so*",))]
     return out
 
 
@@ -157,7 +157,7 @@ def _wheels(ctx: ProbeContext, snap: Snapshot, add) -> None:
             versions[name] = (str(packages[name]), "python.packages")
     locations: List[str] = []
     for sp in site_package_dirs(ctx, snap.python.prefix or None):
-        for f in glob_in(ctx.root, sp, ("nvidia_cudnn*.dist-info",)):
+        for f in ctx.root.glob_in(sp, ("nvidia_cudnn*.dist-info",)):
             parsed = parse_dist_info_name(posixpath.basename(f))
             if parsed and parsed[0] in WHEELS and parsed[0] not in versions:
                 versions[parsed[0]] = (parsed[1], f"file:{f}")

@@ -23,7 +23,7 @@ from envdoctor.parsers.ldconfig import LdconfigEntry, parse_ld_so_conf, parse_ld
 from envdoctor.parsers.libname import more_precise, split_libname
 from envdoctor.probes._parsed import parsed
 from envdoctor.probes.base import ProbeContext
-from envdoctor.probes.toolkits import glob_in, is_dir, is_file, read_text, resolve_path
+from envdoctor.probes.toolkits import is_dir, is_file, read_text, resolve_path
 from envdoctor.snapshot import Evidence, Library, Loader, Snapshot
 from envdoctor.subproc import CmdResult
 from envdoctor.lazyre import lazy_re
@@ -117,7 +117,7 @@ class _Collector:
 
     def add_dir(self, d: str, via: str) -> int:
         n = 0
-        for p in glob_in(self.ctx.root, d, [f"{name}.so*" for name in LIB_NAMES]):  # one listing, names in turn
+        for p in self.ctx.root.glob_in(d, [f"{name}.so*" for name in LIB_NAMES]):  # one listing, names in turn
             if self.add_file(p, via):
                 n += 1
         return n

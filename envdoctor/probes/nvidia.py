@@ -75,7 +75,6 @@ from envdoctor.parsers.proc_driver import (
 )
 from envdoctor.probes._parsed import parsed
 from envdoctor.probes.base import ProbeContext, ProbeUnknown
-from envdoctor.probes.toolkits import glob_in
 from envdoctor.snapshot import GPU, Driver, Evidence, Snapshot
 from envdoctor.subproc import CmdResult
 from envdoctor.records import dataclass, field
@@ -367,7 +366,7 @@ def _files_layer(ctx: ProbeContext) -> _Files:
     f.proc_gpus.sort(key=lambda g: normalize_bus_id(g.bus_location))
 
     for d in LINUX_LIB_DIRS + (WSL_LIB_DIR,):
-        f.nvml_libs.extend(glob_in(root, d, ("libnvidia-ml.so*",)))  # glob's answer, cheaper (issue 18)
+        f.nvml_libs.extend(root.glob_in(d, ("libnvidia-ml.so*",)))  # glob's answer, cheaper (issue 18)
     for p in ("/usr/bin/nvidia-smi", "/bin/nvidia-smi", WSL_LIB_DIR + "/nvidia-smi"):
         if root.exists(p):
             f.smi_files.append(p)
@@ -384,7 +383,7 @@ def _files_layer(ctx: ProbeContext) -> _Files:
         if proc_text is not None:
             f.linux_driver_in_wsl.append("/proc/driver/nvidia/version")
         for d in LINUX_LIB_DIRS:
-            for p in glob_in(root, d, ("libcuda.so*",)):
+            for p in root.glob_in(d, ("libcuda.so*",)):
                 if not _links_into_wsl(ctx, p):
                     f.linux_driver_in_wsl.append(p)
         if root.exists("/usr/bin/nvidia-smi") and not _links_into_wsl(ctx, "/usr/bin/nvidia-smi"):

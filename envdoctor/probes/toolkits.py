@@ -22,7 +22,7 @@ import posixpath
 import re
 import sys
 from pathlib import PurePosixPath
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from envdoctor.fsroot import Root
 from envdoctor.parsers.cuda_version import (
@@ -95,35 +95,6 @@ def resolve_path(root: Root, path: str, max_hops: int = 40) -> str:
 def _local(root: Root, path: str):
     # inside an image, resolve links first: an absolute link target must stay in the image
     return root.path(path if root.is_live else resolve_path(root, path))
-
-
-def glob_in(root: Root, d: str, patterns: Sequence[str]) -> List[str]:
-    """``root.glob(posixpath.join(d, p))`` for each pattern in turn, concatenated, from one listing of the folder
-    (the cudnn probe asks four header names of each include dir, the loader eight library names of a dir; glob
-    lists the folder and runs fnmatch over every name each time: issue 18). As glob does: the folder is the
-    pattern's local dirname, hidden names never match, a pattern without wildcards is matched by name, each
-    pattern's matches come sorted. A folder glob would itself expand, or cannot list, is left to glob."""
-    import fnmatch
-    import glob
-
-    locals_ = [os.path.split(str(root.path(posixpath.join(d, p)))) for p in patterns]
-    folder = locals_[0][0] if locals_ else ""
-    if not locals_ or any(f != folder for f, _ in locals_) or glob.has_magic(folder):
-        return [x for p in patterns for x in root.glob(posixpath.join(d, p))]
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return [x for p in patterns for x in root.glob(posixpath.join(d, p))]
-    out: List[str] = []
-    for _, pattern in locals_:
-        if not glob.has_magic(pattern):
-            hits = [pattern] if pattern in names else []
-        else:
-            literal = pattern[:min((i for i in (pattern.find(c) for c in "*?[") if i >= 0))]
-            shown = [n for n in names if n.startswith(literal) and (n[:1] != "." or pattern[:1] == ".")]
-            hits = fnmatch.filter(shown, pattern)
-        out += sorted(root.display(os.path.join(folder, n)) for n in hits)
-    return out
 
 
 def is_file(root: Root, path: str) -> bool:
@@ -392,7 +363,7 @@ def _versions(ctx: ProbeContext, cand: _Cand) -> Tuple[List[Tuple[str, str]], Li
         dist_dirs.append(cand.site_dir)
     best: Dict[str, Tuple[str, str]] = {}
     for dd in dist_dirs:
-        for f in glob_in(root, dd, ("nvidia_cuda_*.dist-info",)):
+        for f in root.glob_in(dd, ("nvidia_cuda_*.dist-info",)):
             parsed = parse_dist_info_name(posixpath.basename(f))
             if not parsed:
                 continue
