@@ -115,14 +115,15 @@ def _cache_slot(python: str, runner: Runner, argv: List[str], env: Dict[str, str
     return probecache.store("pyenv", runner.env), probecache.make_key("pyenv", [real, *argv[1:]], env), real
 
 
-def _cached_answer(slot) -> Optional[dict]:
+def _cached_answer(slot, copy: bool = True) -> Optional[dict]:
+    """The kept answer (a copy unless not `copy`: the snapshot's builder changes what it is given), or None."""
     if slot is None:
         return None
     hit = slot[0].get(slot[1])
-    if not isinstance(hit, dict) or hit.get("helper") != 1 or not isinstance(hit.get("dists"), list):
-        return None
-    answer = json.loads(json.dumps(hit))  # a copy: the snapshot's builder changes what it is given
-    return None if helper_answer_problem(answer) else answer  # a damaged entry: the helper runs
+    if not isinstance(hit, dict) or hit.get("helper") != 1 or not isinstance(hit.get("dists"), list) \
+            or helper_answer_problem(hit):
+        return None  # none, or a damaged entry: the helper runs
+    return json.loads(json.dumps(hit)) if copy else hit
 
 
 def _remember(slot, data: dict) -> None:
@@ -138,9 +139,7 @@ def _remember(slot, data: dict) -> None:
     except (TypeError, ValueError):
         return
     pairs[:0] = [(real, probecache.signature(real)), (str(HELPER_PATH), probecache.signature(str(HELPER_PATH)))]
-    data["from_cache"] = len(pairs)
-    store.put(key, pairs, data)
-    del data["from_cache"]
+    store.put(key, pairs, dict(data, from_cache=len(pairs)))  # a later run's answer says it is an earlier run's
 
 
 def prefetch(ctx: ProbeContext) -> None:
@@ -152,7 +151,7 @@ def prefetch(ctx: ProbeContext) -> None:
     elif not ctx.root.is_live or _walks_here(python, chosen_by, ctx):
         return
     argv, limit, env = _helper_command(python, ctx.runner, None)
-    if _cached_answer(_cache_slot(python, ctx.runner, argv, env)) is None:
+    if _cached_answer(_cache_slot(python, ctx.runner, argv, env), copy=False) is None:
         ctx.runner.start(argv, timeout=limit, env=env)
 
 
