@@ -10,7 +10,7 @@ installed; envdoctor inspects it with --python and never imports them.
     python benchmarks/check_vs_collect_env.py --python .ci-venv/fw/bin/python --rounds 7
 
 It also times check with ENVDOCTOR_NO_CACHE=1 (every probe runs and reads again, as a first run or one after an
-install does; the kept answers of envdoctor.probecache unused). Besides the ratio it prints where check's time goes (median over --rounds in-process
+install does; the kept answers of envdoctor.cache unused). Besides the ratio it prints where check's time goes (median over --rounds in-process
 runs of the real `check` command, each in a fresh interpreter): interpreter start,
 import, data (the matrices), probes (and each probe's own wall time; they overlap),
 rules, render; the peak memory (max RSS) of each check; and the wall time of

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     import subprocess
 
 # subprocess and selectors (with locale, select, fcntl: ~2 ms) are imported by the functions that start or read a
-# command: a check whose every answer is kept (envdoctor.probecache) runs none and never imports them (issue 18)
+# command: a check whose every answer is kept (envdoctor.cache) runs none and never imports them (issue 18)
 
 DEFAULT_TIMEOUT = 5.0
 MAX_OUTPUT = 1 << 20  # keep at most 1 MiB of each stream; a captured stream past it gets the command killed
@@ -136,7 +136,7 @@ class Runner:
 
     def run_fixed(self, argv: Sequence[str], timeout: float | None = None, reads: Sequence[str] = ()) -> CmdResult:
         """run(argv, timeout) for a command whose answer the executable file fixes (`gcc --version`, `nvcc
-        --list-gpu-arch`): a successful answer is kept in envdoctor's cache (envdoctor.probecache) and given again,
+        --list-gpu-arch`): a successful answer is kept in envdoctor's cache (envdoctor.cache) and given again,
         nothing run, while the executable (an ELF file, links resolved) has the same size, mtime, inode and ctime
         and the arguments, environment and working folder are the same. A script, and an executable not named after
         the command (ccache as gcc, a version manager's shim), is always run: a wrapper may answer anything.
@@ -174,9 +174,9 @@ class Runner:
 
     def _fixed(self, argv: Sequence[str], reads: Sequence[str] = ()) -> Optional[tuple]:
         """(the cache store, the key, the witness) of run_fixed(argv), None when its answer is not kept."""
-        from envdoctor import probecache
+        from envdoctor import cache
 
-        if not argv or not probecache.enabled(self.env):
+        if not argv or not cache.enabled(self.env):
             return None
         exe = self.which(argv[0])
         if exe is None:
@@ -190,8 +190,10 @@ class Runner:
                     return None
         except OSError:
             return None
-        return (probecache.store("commands", self.env), probecache.make_key("cmd", [real, *argv[1:]], self.env),
-                [(real, probecache.signature(real))] + [(str(f), probecache.signature(str(f))) for f in reads])
+        # the key holds the command as invoked and the file it found, not only the file the links lead to
+        key = cache.make_key("cmd", [argv[0], os.path.abspath(exe), real, *argv[1:]], self.env)
+        witness = [(real, cache.signature(real)), *cache.link_chain(exe)]
+        return cache.store("commands", self.env), key, witness + [(str(f), cache.signature(str(f))) for f in reads]
 
     def start(self, argv: Sequence[str], timeout: float | None = None, env: Mapping[str, str] | None = None) -> None:
         """Start argv now, to be collected by the run() of the same argv, timeout and env that follows (a

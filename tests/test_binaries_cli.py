@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -121,13 +122,17 @@ def test_missing_library_is_an_error_naming_the_file(tmp_path):
 
 
 def test_warm_check_answers_from_the_cache(tmp_path):
+    from envdoctor import cache
+    from envdoctor.binaries.scan import CACHE_FORMAT
+
     venv, env = _machine(tmp_path, BINFIX / "sm80.so", "8.6")
+    time.sleep(cache.RACY_S + 0.2)  # files changed a moment ago are not kept (the racy window)
     args = ["probe", "--python", str(venv / "bin" / "python"), "--format", "json"]
     cold = json.loads(_run(args, env).stdout)["binaries"]
     warm = json.loads(_run(args, env).stdout)["binaries"]
     assert cold["from_cache"] == 0 and warm["from_cache"] == warm["scanned"] == cold["scanned"] > 0
     assert warm["binaries"] == cold["binaries"]
-    assert json.loads((tmp_path / "cache" / "binaries.json").read_text())["format"] == 1
+    assert json.loads((tmp_path / "cache" / "binaries.json").read_text())["format"] == CACHE_FORMAT
     # ENVDOCTOR_NO_CACHE=1: every file read again, the cache neither read nor written
     (tmp_path / "cache" / "binaries.json").unlink()
     off = json.loads(_run(args, dict(env, ENVDOCTOR_NO_CACHE="1")).stdout)["binaries"]
@@ -162,14 +167,16 @@ def test_image_root_is_read_inside_the_image(tmp_path):
     assert libs["libc.so.6"] == (None, "not found")  # the image has no libc: the host's is never used
 
 
-def test_the_cache_keeps_answers_compact_reads_the_full_form_and_forgets_gone_files(tmp_path):
+def test_the_cache_keeps_answers_compact_reads_the_full_form_and_forgets_gone_files(tmp_path, monkeypatch):
     """binaries.json holds only the fields that differ from a plain answer ({} for a shared object without device
     code: the cache is read at every scan, issue 18); an entry an earlier version wrote in full answers the same
     and is rewritten compact; a file that is gone leaves the cache at the next save."""
     from dataclasses import asdict
 
-    from envdoctor.binaries.scan import BinaryCache, FileScan, scan_file
+    from envdoctor import cache as witness_cache
+    from envdoctor.binaries.scan import CACHE_FORMAT, BinaryCache, FileScan, scan_file
 
+    monkeypatch.setattr(witness_cache, "RACY_S", 0.0)  # the files are new; the window is tests/test_cache.py's
     cuda = tmp_path / "cuda.so"
     shutil.copyfile(BINFIX / "sm80.so", cuda)
     plain = build_c_lib(tmp_path / "libplain.so", "libplain.so")
@@ -184,7 +191,7 @@ def test_the_cache_keeps_answers_compact_reads_the_full_form_and_forgets_gone_fi
     assert [cache.scan(p) for p in paths] == [truth[p] for p in paths]
     cache.save()
     raw = json.loads(where.read_text())
-    assert raw["format"] == 1 and raw["files"][str(plain)]["scan"] == {}
+    assert raw["format"] == CACHE_FORMAT and raw["files"][str(plain)]["scan"] == {}
     assert raw["files"][str(cuda)]["scan"] == truth[str(cuda)].to_dict() and "sass" in raw["files"][str(cuda)]["scan"]
     for entry in raw["files"].values():  # as format 1 was first written: every field
         entry["scan"] = asdict(FileScan.from_dict(entry["scan"]))

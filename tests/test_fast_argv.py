@@ -303,7 +303,7 @@ def test_both_doors_write_the_same(tmp_path, case):
     snaps = _snapshots(tmp_path)
     root, bindir = _fake_machine(tmp_path)
     # probe answers kept between runs are keyed by the whole environment, and the doors' differ by
-    # ENVDOCTOR_NO_FAST_ARGV: both probe afresh, so that only the doors are compared (tests/test_probecache.py)
+    # ENVDOCTOR_NO_FAST_ARGV: both probe afresh, so that only the doors are compared (tests/test_cache.py)
     env = _env(tmp_path, bindir, ENVDOCTOR_NO_CACHE="1")
     results = []
     for fast in (True, False):

@@ -30,7 +30,11 @@ verified = "UNVERIFIED: a test row"
 
 @pytest.fixture
 def data(tmp_path, monkeypatch):
-    """A copy of the bundled tables, an overlay folder and a private cache root."""
+    """A copy of the bundled tables, an overlay folder and a private cache root; no racy window (the copies are new:
+    the window itself is tests/test_cache.py's)."""
+    from envdoctor import cache
+
+    monkeypatch.setattr(cache, "RACY_S", 0.0)
     monkeypatch.setenv("ENVDOCTOR_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("ENVDOCTOR_NO_PARSE_CACHE", raising=False)
     bundled = tmp_path / "bundled"

@@ -127,7 +127,7 @@ def test_report_is_the_same_with_and_without_the_fork(machine, case):
 @pytest.mark.parametrize("command", ["check", "probe"])
 def test_framework_interpreter_report_is_the_same_with_and_without_the_fork(tmp_path, command):
     fw = os.environ["ENVDOCTOR_TEST_FW_PYTHON"]
-    # both probe afresh: a kept answer (envdoctor.probecache) says so in its evidence, and the second run would get one
+    # both probe afresh: a kept answer (envdoctor.cache) says so in its evidence, and the second run would get one
     env = dict(_env(tmp_path, _tools(tmp_path)), ENVDOCTOR_NO_CACHE="1")
     (tmp_path / "first").touch()
     forked, in_process = _both(tmp_path, [command, "--python", fw, "--format", "json"], env)

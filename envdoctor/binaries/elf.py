@@ -66,14 +66,14 @@ class ElfFile:
         self.close()
 
 
-def file_key(path: str, st: Optional[os.stat_result] = None) -> Tuple[str, int, int, int]:
-    """(path, size, mtime_ns, inode): what a cached answer for `path` is valid for; Unreadable if none.
+def file_key(path: str, st: Optional[os.stat_result] = None) -> Tuple[str, os.stat_result]:
+    """(absolute path, its os.stat): what a cached answer for `path` is valid for; Unreadable if none.
     `st`: the caller's os.stat(path) of a moment ago, not asked again (the scan states every file once)."""
     if st is None:
         st = _stat(path)
     elif not stat.S_ISREG(st.st_mode):
         raise Unreadable("not a regular file")
-    return (os.path.abspath(path), st.st_size, st.st_mtime_ns, st.st_ino)
+    return os.path.abspath(path), st
 
 
 def _stat(path: str) -> os.stat_result:

@@ -2,25 +2,27 @@
 
 `scan_file(local_path)` -> FileScan: `cuda` false for the (common) file without a fatbin section, which
 costs its ELF header and section header table; for a CUDA one the fatbin entry headers too. The cache
-(`BinaryCache`) keys each answer by (real path, size, mtime_ns, inode), so a warm `check` maps nothing; an
+(`BinaryCache`) keys each answer by its path and the file's signature (envdoctor.cache), so a warm `check` maps nothing; an
 answer is kept as the fields that differ from a plain one ({} for most files), and the answers for files
 that are gone are dropped whenever the cache is written.
 """
 from __future__ import annotations
 
-import json
 import os
 import struct
+import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from envdoctor import cache
 from envdoctor.binaries import Unreadable
 from envdoctor.binaries.elf import ElfFile, file_key, open_elf, quick_has_fatbin
 from envdoctor.binaries.fatbin import KIND_ELF, KIND_PTX, parse_entries
 from envdoctor.records import asdict, dataclass, field
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: signatures of five fields (device, inode, size, mtime_ns, ctime_ns)
 CACHE_MAX_ENTRIES = 100_000
+CACHE_MAX_BYTES = 64 * 1024 * 1024
 WRAPPER = struct.Struct("<IIQQ")  # __fatBinC_Wrapper_t: magic, version, fatbin address, filename/prelinked
 WRAPPER_MAGIC = 0x466243B1
 
@@ -137,48 +139,55 @@ def scan_file(path: str) -> FileScan:
 
 
 class BinaryCache:
-    """Answers of scan_file kept as JSON under the user cache: `<cache root>/binaries.json`."""
+    """Answers of scan_file kept as JSON under the user cache: `<cache root>/binaries.json`, read and written by
+    envdoctor.cache's rules (this user's file in this user's folder, bounded, atomically replaced). Each answer is
+    kept with the file's signature (device, inode, size, mtime_ns, ctime_ns: a build copied over in place with its
+    mtime restored has a new ctime), and none is kept for a file that changed within the racy window."""
 
-    def __init__(self, path: Optional[Path]) -> None:
+    def __init__(self, path: Optional[Path], top: Optional[Path] = None) -> None:
         self.path = path
+        self.top = top if top is not None else (path.parent if path is not None else None)
         self.data: Dict[str, dict] = {}
-        self.records: Dict[str, dict] = {}  # RECORD path -> {"key": [size, mtime_ns, inode], "value": ...}
+        self.records: Dict[str, dict] = {}  # RECORD path -> {"key": signature, "value": ...}
         self.hits = 0
         self.misses = 0
         self.dirty = False
+        self.now = time.time()
         if path is not None:
-            try:
-                with open(path, encoding="utf-8") as fh:
-                    raw = json.load(fh)
-                if isinstance(raw, dict) and raw.get("format") == CACHE_FORMAT and isinstance(raw.get("files"), dict):
-                    self.data = raw["files"]
-                    if isinstance(raw.get("records"), dict):
-                        self.records = raw["records"]
-            except (OSError, ValueError):
-                pass
+            raw = cache.read(path, self.top, limit=CACHE_MAX_BYTES)
+            if isinstance(raw, dict) and raw.get("format") == CACHE_FORMAT and isinstance(raw.get("files"), dict):
+                self.data = raw["files"]
+                if isinstance(raw.get("records"), dict):
+                    self.records = raw["records"]
+
+    def _keep(self, key: list) -> bool:
+        return not cache.sig_is_racy(key, self.now)
 
     def scan(self, path: str, st: Optional[os.stat_result] = None) -> FileScan:
         """scan_file(path), from the cache while the file is unchanged; `st` as elf.file_key takes it."""
         try:
-            real, size, mtime, ino = file_key(path, st)
+            real, st = file_key(path, st)
         except Unreadable as exc:
             return FileScan(unreadable=str(exc))
-        key = [size, mtime, ino]
+        key = cache.sig_of(st)
         hit = self.data.get(real)
         if isinstance(hit, dict) and hit.get("key") == key and isinstance(hit.get("scan"), dict):
             try:
                 res = FileScan.from_dict(hit["scan"])
                 self.hits += 1
                 if len(hit["scan"]) == len(_DEFAULTS) and hit["scan"] != res.to_dict():
-                    hit["scan"] = res.to_dict()  # an earlier version's full entry: kept compact from now on
+                    hit["scan"] = res.to_dict()  # a full entry (as asdict writes it): kept compact from now on
                     self.dirty = True
                 return res
             except TypeError:
                 pass
         self.misses += 1
         res = scan_file(path)
-        self.data[real] = {"key": key, "scan": res.to_dict()}
-        self.dirty = True
+        if self._keep(key):
+            self.data[real] = {"key": key, "scan": res.to_dict()}
+            self.dirty = True
+        elif self.data.pop(real, None) is not None:
+            self.dirty = True
         return res
 
     def record(self, path: str, compute):
@@ -187,13 +196,14 @@ class BinaryCache:
             st = os.stat(path)
         except OSError:
             return compute(path)
-        key = [st.st_size, st.st_mtime_ns, st.st_ino]
+        key = cache.sig_of(st)
         hit = self.records.get(path)
         if isinstance(hit, dict) and hit.get("key") == key and "value" in hit:
             return hit["value"]
         value = compute(path)
-        self.records[path] = {"key": key, "value": value}
-        self.dirty = True
+        if self._keep(key):
+            self.records[path] = {"key": key, "value": value}
+            self.dirty = True
         return value
 
     def save(self) -> None:
@@ -204,16 +214,11 @@ class BinaryCache:
         files = {k: v for k, v in self.data.items() if os.path.lexists(k)}
         if len(files) > CACHE_MAX_ENTRIES:
             files = dict(list(files.items())[-CACHE_MAX_ENTRIES:])
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            records = {k: v for k, v in self.records.items() if os.path.lexists(k)}
-            if len(records) > CACHE_MAX_ENTRIES:
-                records = dict(list(records.items())[-CACHE_MAX_ENTRIES:])
-            tmp.write_text(json.dumps({"format": CACHE_FORMAT, "files": files, "records": records}), encoding="utf-8")
-            os.replace(tmp, self.path)
-        except OSError:
-            pass  # an unwritable cache only means scanning again next time
+        records = {k: v for k, v in self.records.items() if os.path.lexists(k)}
+        if len(records) > CACHE_MAX_ENTRIES:
+            records = dict(list(records.items())[-CACHE_MAX_ENTRIES:])
+        # an unwritable cache only means scanning again next time
+        cache.write(self.path, self.top, {"format": CACHE_FORMAT, "files": files, "records": records})
 
 
 __all__ = ["FileScan", "BinaryCache", "scan_file"]

@@ -8,14 +8,13 @@ result -- ``null`` (garbage, or its marker does not hold there) or ``[name, spec
 
 packaging stays the parser: an entry is only ever written from its result, and a line, an environment, a
 packaging or envdoctor version or a change to this module or to envdoctor.facts.pins not seen before is
-parsed again. The file is JSON (it cannot run code); one that is not exactly that shape is ignored and
-rewritten. Best effort: an unreadable or unwritable cache only means parsing. ENVDOCTOR_NO_PARSE_CACHE=1
-bypasses it (as it does the matrices' caches).
+parsed again. The file is JSON (it cannot run code), read and written by envdoctor.cache's rules; one that is not
+exactly that shape is ignored and rewritten. Best effort: an unreadable, unwritable or untrusted cache only means
+parsing. ENVDOCTOR_NO_CACHE=1 (or ENVDOCTOR_NO_PARSE_CACHE=1) bypasses it (as it does the matrices' caches).
 """
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple, Union
 
@@ -29,7 +28,7 @@ _Stored = Union[None, List[object]]
 
 
 def cache_path() -> Path:
-    from envdoctor.knowledge.load import default_cache_dir
+    from envdoctor.cachedir import default_cache_dir
 
     return default_cache_dir().parent / "compiled" / "pins.json"
 
@@ -42,9 +41,9 @@ def _key() -> str:
 
     from envdoctor import __version__
     from envdoctor.facts import pins
-    from envdoctor.knowledge.compiled import stat_facts
+    from envdoctor.cache import stat_key
 
-    facts = stat_facts([str(__file__), str(pins.__file__)], f"{FORMAT}\0{__version__}\0{packaging.__version__}")
+    facts = stat_key([str(__file__), str(pins.__file__)], f"{FORMAT}\0{__version__}\0{packaging.__version__}", racy=False)
     if facts is None:
         raise OSError("cannot stat the pin memo's code")
     return facts
@@ -69,7 +68,9 @@ class PinMemo:
     """The remembered results for one marker environment; ``save()`` writes back what was added."""
 
     def __init__(self, env: Optional[Mapping[str, str]]) -> None:
-        self.enabled = not os.environ.get("ENVDOCTOR_NO_PARSE_CACHE")
+        from envdoctor.cache import parse_enabled
+
+        self.enabled = parse_enabled()
         self.env_key = _env_key(env)
         self.key = ""
         self.data: Dict[str, Dict[str, _Stored]] = {}
@@ -78,15 +79,14 @@ class PinMemo:
             self._read()
 
     def _read(self) -> None:
-        from envdoctor.infile import Unreadable, read_text
+        from envdoctor import cache
 
         try:
             self.key = _key()
-            data = json.loads(read_text(cache_path()))
-        except FileNotFoundError:
+        except OSError:
             return
-        except (OSError, Unreadable, ValueError, RecursionError):
-            return  # not a file this code wrote: rewritten on the next save
+        top = cache.root()
+        data = cache.read(cache_path(), top) if top is not None else None  # none, or not this user's: parsed again
         if (isinstance(data, dict) and data.get("format") == FORMAT and data.get("key") == self.key
                 and isinstance(data.get("envs"), dict)
                 and all(isinstance(v, dict) for v in data["envs"].values())):
@@ -113,15 +113,9 @@ class PinMemo:
         envs = self.data
         if len(envs) > MAX_ENVS or len(envs.get(self.env_key, {})) > MAX_LINES:
             envs = {self.env_key: dict(list(envs[self.env_key].items())[-MAX_LINES:])}
-        path = cache_path()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"format": FORMAT, "key": self.key, "envs": envs}, separators=(",", ":")),
-                           encoding="utf-8")
-            os.replace(tmp, path)
-        except (OSError, TypeError, ValueError):
-            pass  # an unwritable cache only means parsing again next time
+        from envdoctor import cache
+
+        cache.write(cache_path(), cache.root(), {"format": FORMAT, "key": self.key, "envs": envs})  # best effort
 
 
 _MEMOS: Dict[str, PinMemo] = {}

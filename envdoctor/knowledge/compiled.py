@@ -8,7 +8,7 @@ The key hashes every input of the build: the bytes of each bundled table and of 
 the cache folder (present or not), both folders' paths, this package's version and the source of the
 modules that read, build and encode the rows. Any change to them is another key, and the cache is built again.
 Hashing those bytes costs more than the rest of a hit, so the entry also keeps a key of the same inputs'
-``os.stat`` facts -- (path, size, mtime_ns, inode) each, as Python's own .pyc checks its source -- and a run
+signatures -- (path, device, inode, size, mtime_ns, ctime_ns) each, envdoctor.cache.stat_key -- and a run
 whose files stat the same trusts the entry without reading them; when any differs, the content key decides
 (a match only refreshes the stat key: a copied or touched tree is not rebuilt).
 
@@ -16,14 +16,11 @@ The TOML stays the source: the cache is only ever written from it, and validatio
 a hit.  It cannot run code: it is JSON, and a row is made only from a class of
 :mod:`envdoctor.knowledge.tables` named in a fixed table, from its fields as keyword arguments; a file
 that is not exactly that shape (wrong key, unknown class or field, broken JSON) is ignored and rebuilt.
-Best effort throughout: an unreadable or unwritable cache only means building from the TOML.
-ENVDOCTOR_NO_PARSE_CACHE=1 bypasses it (as it does the parse cache).
+Best effort throughout: an unreadable, unwritable or untrusted cache only means building from the TOML
+(envdoctor.cache's rules). ENVDOCTOR_NO_CACHE=1 (or ENVDOCTOR_NO_PARSE_CACHE=1) bypasses it.
 """
 from __future__ import annotations
 
-import json
-import os
-import stat
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
@@ -32,7 +29,8 @@ from envdoctor.records import NO_DEFAULT, default_of
 from . import load as L
 from . import tables as T
 
-FORMAT = 1
+FORMAT = 2  # 2: stat keys of five fields (envdoctor.cache.stat_key)
+MAX_BYTES = 32 * 1024 * 1024
 _ROW = "__row__"
 # The only classes a cache file can name: the matrix row classes, by name.
 ROW_CLASSES: Dict[str, type] = {name: obj for name, obj in vars(T).items()
@@ -86,30 +84,12 @@ def _digest(bundled: Path, cache: Path) -> Optional[str]:
 
 
 def _stat_key(bundled: Path, cache: Path) -> Optional[str]:
-    """A key of the same inputs as :func:`_digest` from their ``os.stat`` facts alone (nothing is read), or None
-    when one cannot be stat'ed for another reason than its absence. The facts themselves (a few kilobytes in the
-    entry), compared as they are: nothing to hash."""
-    return stat_facts([str(m.__file__) for m in _modules()] + [str(p) for p in _tables(bundled, cache)],
-                      _header(bundled, cache).decode())
+    """A key of the same inputs as :func:`_digest` from their signatures alone (envdoctor.cache.stat_key: nothing
+    is read), or None when one cannot be stat'ed or changed a moment ago."""
+    from envdoctor.cache import stat_key
 
-
-def stat_facts(paths: List[str], head: str = "") -> Optional[str]:
-    """``head`` and (path, size, mtime_ns, inode, device) of each file ("none" when absent or not a regular file),
-    as one string; None when one cannot be stat'ed for another reason."""
-    out = [head]
-    for path in paths:
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            out.append(f"{path}:none")
-            continue
-        except OSError:
-            return None
-        if not stat.S_ISREG(st.st_mode):
-            out.append(f"{path}:none")
-            continue
-        out.append(f"{path}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_dev}")
-    return "\n".join(out)
+    return stat_key([str(m.__file__) for m in _modules()] + [str(p) for p in _tables(bundled, cache)],
+                    _header(bundled, cache).decode())
 
 
 def _encode(value: Any) -> Any:
@@ -159,22 +139,20 @@ Key = Tuple[str, Optional[str]]
 
 def lookup(bundled: Path, cache: Path) -> Tuple[Optional[Key], Optional[Dict[str, Any]]]:
     """(key, Matrices' keyword arguments from the cache, or None on a miss); key None: do not store."""
-    if os.environ.get("ENVDOCTOR_NO_PARSE_CACHE"):
+    from envdoctor import cache as C
+
+    if not C.parse_enabled():
         return None, None
     fast = _stat_key(bundled, cache)  # taken before any content is read: a file changed later is another stat key
-    from envdoctor.infile import Unreadable, read_text
-
-    entry: Any = None
-    try:
-        entry = json.loads(read_text(cache_path()), object_hook=_row)
-        if not (isinstance(entry, dict) and entry.get("format") == FORMAT and isinstance(entry.get("key"), str)):
-            entry = None
-        elif fast is not None and entry.get("stat") == fast:
+    entry: Any = C.read(cache_path(), C.root(), limit=MAX_BYTES, object_hook=_row)
+    if not (isinstance(entry, dict) and entry.get("format") == FORMAT and isinstance(entry.get("key"), str)
+            and isinstance(entry.get("parts"), dict)):
+        entry = None  # none, or not a cache this code wrote for these files: built again and overwritten
+    elif fast is not None and entry.get("stat") == fast:
+        try:
             return (entry["key"], fast), _parts_from_json(entry["parts"])
-    except FileNotFoundError:
-        pass
-    except (OSError, Unreadable, ValueError, KeyError, TypeError, AttributeError, RecursionError):
-        entry = None  # not a cache this code wrote for these files: built again and overwritten
+        except (KeyError, TypeError, AttributeError):
+            entry = None
     key = _digest(bundled, cache)
     if key is None:
         return None, None
@@ -190,26 +168,11 @@ def lookup(bundled: Path, cache: Path) -> Tuple[Optional[Key], Optional[Dict[str
 
 
 def store(key: Key, parts: Dict[str, Any]) -> None:
-    """Write the cache, best effort (an unwritable folder, a row that is not plain data: not cached)."""
+    """Write the cache, best effort (an unwritable or untrusted folder, a row that is not plain data: not cached)."""
+    from envdoctor import cache as C
+
     try:
         encoded = _parts_to_json(parts)
     except (TypeError, ValueError):
         return
-    _write(key[0], key[1], encoded)
-
-
-def _write(key: str, fast: Optional[str], encoded: Any) -> None:
-    from envdoctor.errors import EnvdoctorError
-    from envdoctor.outfile import write_output
-
-    try:
-        payload = json.dumps({"format": FORMAT, "key": key, "stat": fast, "parts": encoded},
-                             separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError):
-        return
-    path = cache_path()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_output(str(path), payload)
-    except (OSError, EnvdoctorError):
-        pass
+    C.write(cache_path(), C.root(), {"format": FORMAT, "key": key[0], "stat": key[1], "parts": encoded})

@@ -309,51 +309,41 @@ def parse_toml_cached(text: str, warnings: Optional[List[str]] = None) -> Dict[s
     Parsing the bundled tables with the pure-Python TOML parser costs more than
     the whole rest of `envdoctor check`; the parsed form of the exact same text
     is kept as JSON under the cache dir (`<cache root>/parsed/`), best effort,
-    as ``{"key": <content hash>, "data": <parsed table>}``.  A cache entry that
-    cannot be read, is not that shape, holds another key, is nested too deeply
-    or holds huge numbers is deleted, named in ``warnings``, and the text is
-    parsed again.  An unwritable cache only means parsing again.  Set
-    ENVDOCTOR_NO_PARSE_CACHE=1 to bypass it.
+    as ``{"key": <content hash>, "data": <parsed table>}``, by envdoctor.cache's
+    rules (this user's file in this user's folder, bounded in size and depth).
+    An entry that breaks them, is not that shape or holds another key is
+    deleted, named in ``warnings`` as the cache's file, and the text is parsed
+    again.  An unwritable or untrusted cache only means parsing again.
+    ENVDOCTOR_NO_CACHE=1 (or ENVDOCTOR_NO_PARSE_CACHE=1) bypasses it.
     """
-    import json
+    from envdoctor import cache
 
-    from envdoctor.infile import Unreadable, read_text as read_input, safe_json_or_none, why
-
-    if os.environ.get("ENVDOCTOR_NO_PARSE_CACHE"):
+    if not cache.parse_enabled():
         return _toml.loads(text)
     key = sha256(text.encode("utf-8")).hexdigest()[:40]
-    cached = default_cache_dir().parent / "parsed" / f"{key}.v2.json"  # v2: {"key", "data"}; older entries unread
-    problem = ""
-    try:
-        entry = safe_json_or_none(read_input(cached))
-        if isinstance(entry, dict) and entry.get("key") == key and isinstance(entry.get("data"), dict):
-            return entry["data"]
-        problem = "not a parse-cache entry of this text (corrupt, truncated or nested too deeply)"
-    except FileNotFoundError:
-        pass
-    except (OSError, Unreadable) as exc:
-        problem = why(exc)
+    top = cache.root()
+    if top is None:
+        return _toml.loads(text)
+    cached = top / "parsed" / f"{key}.v2.json"  # v2: {"key", "data"}; older entries unread
+    problem = cache.folder_problem(cached.parent, top)
     if problem:
+        cache.note(f"{problem}: its kept answers are not used")
+        return _toml.loads(text)
+    try:
+        entry = cache.read_file(cached)
+        if entry is not None:
+            if isinstance(entry, dict) and entry.get("key") == key and isinstance(entry.get("data"), dict):
+                return entry["data"]
+            raise cache.BadEntry("not a parse-cache entry of this text")
+    except cache.BadEntry as exc:
         if warnings is not None:
-            warnings.append(f"{cached}: parse cache entry discarded ({problem}); the table was parsed again")
-        try:
-            cached.unlink()
-        except OSError:
-            pass
+            warnings.append(f"envdoctor's cache file {cached}: parse cache entry discarded ({exc}); the table was "
+                            "parsed again")
+        cache.discard(cached)
     data = _toml.loads(text)
-    try:
-        payload = json.dumps({"key": key, "data": data})
-    except (TypeError, ValueError):  # a TOML date or time value: not cacheable as JSON
-        return data
-    from envdoctor.errors import EnvdoctorError
-    from envdoctor.outfile import write_output
-
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        write_output(str(cached), payload)
-    except (OSError, EnvdoctorError):
-        pass
+    cache.write(cached, top, {"key": key, "data": data})  # a TOML date or time value: not JSON, not kept
     return data
+
 
 _HEADER = lazy_re(r"^\s*\[\[\s*([A-Za-z0-9_.\-]+)\s*\]\]")
 _TOP_KEY = lazy_re(r"^\s*([A-Za-z0-9_\-]+)\s*=")
@@ -429,6 +419,10 @@ def read_table_file(path: Path, table: str, strict: bool) -> Tuple[Optional[RawT
         return None, warnings
     try:
         data = parse_toml_cached(text, warnings)
+    except RecursionError:
+        warnings.append(f"{path}: nested too deeply to read"
+                        + ("; cache file ignored, bundled data used" if strict else "; table not loaded"))
+        return None, warnings
     except _toml.TOMLDecodeError as exc:
         m = _TOML_LINE.search(str(exc))
         line = int(m.group(1)) if m else (max(1, len(text.splitlines())) if "end of document" in str(exc) else None)
@@ -519,7 +513,10 @@ def load_table(table: str, bundled: Path, cache_dir: Optional[Path]) -> Tuple[Me
     if cache_dir is not None:
         cpath = Path(cache_dir) / f"{table}.toml"
         if cpath.is_file():
-            over, w = read_table_file(cpath, table, strict=True)
+            try:
+                over, w = read_table_file(cpath, table, strict=True)
+            except Exception as exc:  # noqa: BLE001 - a broken overlay never costs the bundled table
+                over, w = None, [f"{cpath}: could not load ({type(exc).__name__}); cache file ignored, bundled data used"]
             warnings.extend(w)
     rows: Dict[str, List[RawRow]] = {}
     for kind in SPECS[table]:

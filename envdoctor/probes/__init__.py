@@ -86,7 +86,7 @@ def prefetch(python_path: Optional[str], root_dir: Optional[str], snapshot_file:
 
 def start_commands(ctx: ProbeContext) -> None:
     """Start the Python helper (unless the walk runs in this process or its answer is kept), the compilers'
-    --version and ldconfig -p (unless kept: envdoctor.probecache), to be collected by the probes (Runner.start;
+    --version and ldconfig -p (unless kept: envdoctor.cache), to be collected by the probes (Runner.start;
     one already started is not started twice). Never raises: whatever goes wrong here is found again, and reported,
     by the probe itself; a command no probe collects is killed when they end."""
     if not ctx.root.is_live:

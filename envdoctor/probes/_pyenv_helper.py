@@ -24,12 +24,12 @@ MAX_WITNESS = 4096
 
 # While main(witness=True) runs: [path, signature] of every path the walk looked at (a folder listed, a file read, a
 # path found absent), the interpreter's own files and the .pth files that shaped sys.path. envdoctor keeps the
-# answer with it and gives it again while every signature holds (envdoctor.probecache).
+# answer with it and gives it again while every signature holds (envdoctor.cache).
 _SEEN = None  # type: list | None  # a type comment: the helper runs on Python 3.6+
 
 
 def _sig(st):
-    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]  # as envdoctor.cache.signature
 
 
 def _note(path, st=None):

@@ -39,15 +39,10 @@ SKIP_DIRS = ("__pycache__",)
 
 def cache_path(env) -> Optional[Path]:
     """`<cache root>/binaries.json`; None (nothing read or kept) under ENVDOCTOR_NO_CACHE=1."""
-    from envdoctor.cachedir import default_cache_dir  # not envdoctor.knowledge: ~9 ms of imports `probe` never needs
-    from envdoctor.probecache import enabled
+    from envdoctor import cache  # not envdoctor.knowledge: ~9 ms of imports `probe` never needs
 
-    if not enabled(env):
-        return None
-    try:
-        return default_cache_dir(env).parent / "binaries.json"
-    except (OSError, RuntimeError, KeyError):
-        return None
+    top = cache.root(env) if cache.enabled(env) else None
+    return top / "binaries.json" if top is not None else None
 
 
 class _Index:

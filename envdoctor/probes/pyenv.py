@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from envdoctor import probecache
+from envdoctor import cache
 from envdoctor.errors import BadInput
 from envdoctor.parsers import jax_build, tf_build_info, torch_version
 from envdoctor.parsers import assignments
@@ -93,26 +93,31 @@ _pyenv_helper.main(%s)
 def _helper_command(python: str, runner: Runner, timeout: Optional[float]) -> Tuple[List[str], float, Dict[str, str]]:
     limit = runner.timeout * 2 if timeout is None else timeout
     env = _helper_env(runner.env)
-    witness = "True" if probecache.enabled(runner.env) else ""
+    witness = "True" if cache.enabled(runner.env) else ""
     return [python, "-c", _BOOTSTRAP % (ascii(str(HELPER_PATH.parent)), witness)], limit, env
 
 
 # -- the helper's answer, kept ---------------------------------------------------------
-# The walk's answer depends on the interpreter (its files and the libraries it loads), its environment and working
-# folder, and the folders and files the walk looked at: the helper lists those as its witness (main(witness=True)),
-# and the answer is given again, the interpreter not run, while every one of them is unchanged (envdoctor.probecache).
-# Only an interpreter that answers as itself is remembered (sys.executable resolves to the file that was run): a
-# wrapper script or a shim (pyenv's picks a version by the folder) may run another one next time.
+# The walk's answer depends on the interpreter as invoked (two venvs link to one base interpreter and are two
+# environments: the folder the link lies in, its pyvenv.cfg and site folders decide sys.prefix and sys.path), its
+# files and the libraries it loads, its environment and working folder, and the folders and files the walk looked
+# at: the helper lists those as its witness (main(witness=True)), and the answer is given again, the interpreter not
+# run, while every one of them is unchanged (envdoctor.cache). Only an interpreter that answers as itself is
+# remembered (sys.executable is the file that was run): a wrapper script or a shim (pyenv's picks a version by the
+# folder) may run another one next time.
 
 def _cache_slot(python: str, runner: Runner, argv: List[str], env: Dict[str, str]):
-    """(store, key, the interpreter's resolved path) for the helper's answer, or None when it is not kept."""
-    if not probecache.enabled(runner.env):
+    """(store, key, the interpreter as invoked, its resolved path) for the helper's answer, or None when it is not
+    kept."""
+    if not cache.enabled(runner.env):
         return None
     exe = runner.which(python)
     if exe is None:
         return None
+    invoked = os.path.abspath(exe)
     real = os.path.realpath(exe)
-    return probecache.store("pyenv", runner.env), probecache.make_key("pyenv", [real, *argv[1:]], env), real
+    key = cache.make_key("pyenv", [python, invoked, real, *argv[1:]], env)
+    return cache.store("pyenv", runner.env), key, invoked, real
 
 
 def _cached_answer(slot, copy: bool = True) -> Optional[dict]:
@@ -130,15 +135,21 @@ def _remember(slot, data: dict) -> None:
     witness = data.pop("witness", None)
     if slot is None or not isinstance(witness, list) or len(witness) >= helper.MAX_WITNESS:
         return
-    store, key, real = slot
+    store, key, invoked, real = slot
     executable = data.get("executable")
     if not isinstance(executable, str) or os.path.realpath(executable) != real:
         return  # a wrapper or a shim answered for another interpreter
     try:
-        pairs = [(str(p), sig) for p, sig in witness]
+        pairs: list = [(str(p), sig) for p, sig in witness]
     except (TypeError, ValueError):
         return
-    pairs[:0] = [(real, probecache.signature(real)), (str(HELPER_PATH), probecache.signature(str(HELPER_PATH)))]
+    here = os.path.dirname(invoked)
+    own = [(real, cache.signature(real)), *cache.link_chain(invoked),
+           (os.path.join(here, "pyvenv.cfg"), cache.signature(os.path.join(here, "pyvenv.cfg"))),
+           (os.path.join(os.path.dirname(here), "pyvenv.cfg"),
+            cache.signature(os.path.join(os.path.dirname(here), "pyvenv.cfg"))),
+           (str(HELPER_PATH), cache.signature(str(HELPER_PATH)))]
+    pairs[:0] = own
     store.put(key, pairs, dict(data, from_cache=len(pairs)))  # a later run's answer says it is an earlier run's
 
 

@@ -1,4 +1,4 @@
-"""Probe answers the files on disk fix, kept between runs (envdoctor.probecache, issue 18): a compiler's --version
+"""Probe answers the files on disk fix, kept between runs (envdoctor.cache): a compiler's --version
 (Runner.run_fixed) and the Python helper's walk (envdoctor.probes.pyenv). Each is given again only while the
 executable, the environment, the working folder and every witness path are unchanged; anything else runs again.
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor import probecache
+from envdoctor import cache as witness_cache
 from envdoctor.probes import pyenv
 from envdoctor.subproc import Runner
 
@@ -28,12 +28,12 @@ pytestmark = pytest.mark.skipif(os.name != "posix" or not os.path.exists("/bin/s
 def cache_env(tmp_path, monkeypatch):
     """A private cache folder, and no racy window: these tests change files within the same second on purpose
     (test_a_fresh_file_is_not_kept checks the window itself)."""
-    monkeypatch.setattr(probecache, "RACY_S", 0.0)
-    probecache._STORES.clear()
+    monkeypatch.setattr(witness_cache, "RACY_S", 0.0)
+    witness_cache._STORES.clear()
     env = {k: v for k, v in os.environ.items() if k != "ENVDOCTOR_NO_CACHE"}
     env["ENVDOCTOR_CACHE_DIR"] = str(tmp_path / "cache")
     yield env
-    probecache._STORES.clear()
+    witness_cache._STORES.clear()
 
 
 def _logging_tool(tmp_path: Path) -> Path:
@@ -59,13 +59,13 @@ def test_an_elf_tools_answer_is_given_again_without_running_it(tmp_path, cache_e
     tool = _logging_tool(tmp_path)
     first = Runner(env=cache_env).run_fixed(_argv(tool, tmp_path))
     assert first.ok and first.stdout == "tool 1.0\n" and not first.cached and _runs(tmp_path) == 1
-    probecache._STORES.clear()  # another process: read back from the file
+    witness_cache._STORES.clear()  # another process: read back from the file
     again = Runner(env=cache_env).run_fixed(_argv(tool, tmp_path))
     assert again.ok and again.cached and again.stdout == "tool 1.0\n" and again.returncode == 0
     assert _runs(tmp_path) == 1
     [kept] = (tmp_path / "cache" / "commands").glob("*.json")  # one small file per answer
     entry = json.loads(kept.read_text())
-    assert entry["format"] == probecache.FORMAT and entry["witness"] == [[str(tool), probecache.signature(str(tool))]]
+    assert entry["format"] == witness_cache.FORMAT and entry["witness"] == [[str(tool), witness_cache.signature(str(tool))]]
 
 
 @pytest.mark.parametrize("change", ["rewritten", "replaced", "touched"])
@@ -149,7 +149,7 @@ def test_an_unwritable_cache_only_means_running_again(tmp_path, cache_env):
 
 def test_a_fresh_file_is_not_kept(tmp_path, cache_env, monkeypatch):
     """Within RACY_S of its last change a file could change again with the same timestamp: not stored then."""
-    monkeypatch.setattr(probecache, "RACY_S", 2.0)
+    monkeypatch.setattr(witness_cache, "RACY_S", 2.0)
     tool = _logging_tool(tmp_path)  # its ctime is now
     runner = Runner(env=cache_env)
     assert [runner.run_fixed(_argv(tool, tmp_path)).cached for _ in range(2)] == [False, False]
@@ -161,18 +161,18 @@ def test_a_broken_cache_file_is_ignored_and_rewritten(tmp_path, cache_env):
     runner = Runner(env=cache_env)
     runner.run_fixed(_argv(tool, tmp_path))
     [kept] = (tmp_path / "cache" / "commands").glob("*.json")
-    for broken in ("{not json", json.dumps({"format": probecache.FORMAT, "witness": "x", "value": 1}),
-                   json.dumps({"format": probecache.FORMAT + 1, "witness": [], "value": {"stdout": "", "stderr": ""}})):
+    for broken in ("{not json", json.dumps({"format": witness_cache.FORMAT, "witness": "x", "value": 1}),
+                   json.dumps({"format": witness_cache.FORMAT + 1, "witness": [], "value": {"stdout": "", "stderr": ""}})):
         kept.write_text(broken)
-        probecache._STORES.clear()
+        witness_cache._STORES.clear()
         assert not Runner(env=cache_env).run_fixed(_argv(tool, tmp_path)).cached  # run, and written again
-        probecache._STORES.clear()
+        witness_cache._STORES.clear()
         assert Runner(env=cache_env).run_fixed(_argv(tool, tmp_path)).cached
     assert _runs(tmp_path) == 4
 
 
 def test_at_most_max_entries_answers_are_kept(tmp_path, cache_env, monkeypatch):
-    monkeypatch.setattr(probecache, "MAX_ENTRIES", 3)
+    monkeypatch.setattr(witness_cache, "MAX_ENTRIES", 3)
     tool = _logging_tool(tmp_path)
     runner = Runner(env=cache_env)
     for i in range(5):
@@ -218,7 +218,7 @@ def test_the_helpers_answer_is_kept_until_the_environment_changes(target, cache_
     _dist(extra, "torch", "2.13.0")
     first = _helper(python, env)
     assert _torch_version(first) == "2.13.0" and "from_cache" not in first and "witness" not in first
-    probecache._STORES.clear()
+    witness_cache._STORES.clear()
     again = _helper(python, env)
     assert again["from_cache"] > 5 and _torch_version(again) == "2.13.0"
     assert {k: v for k, v in again.items() if k != "from_cache"} == first
@@ -264,7 +264,7 @@ def test_a_damaged_entry_runs_the_helper(target, cache_env, tmp_path):
     raw = json.loads(path.read_text())
     raw["value"]["dists"] = [{"name": 3}]
     path.write_text(json.dumps(raw))
-    probecache._STORES.clear()
+    witness_cache._STORES.clear()
     data = _helper(python, cache_env)
     assert "from_cache" not in data and all(isinstance(d["name"], str) for d in data["dists"])
 
@@ -282,7 +282,7 @@ def test_check_says_the_answer_came_from_an_earlier_run(target, cache_env, tmp_p
     """Through the real CLI: the second probe of an unchanged venv shows that its answer is an earlier run's, and
     the snapshot is otherwise the same. (The racy window is real here: the venv is left 2 s to age first.)"""
     python, _ = target
-    time.sleep(probecache.RACY_S + 2.1)  # the fixture zeroed RACY_S in this process only; the CLI uses its own
+    time.sleep(witness_cache.RACY_S + 2.1)  # the fixture zeroed RACY_S in this process only; the CLI uses its own
     env = dict(cache_env, ENVDOCTOR_NO_FORK="1")
 
     def probe() -> dict:
