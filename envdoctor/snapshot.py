@@ -172,9 +172,10 @@ class LinkedLibrary:
 
     soname: str  # libcudart.so.12
     path: Optional[str] = None  # None: not found anywhere the loader looks
-    via: str = ""  # LD_PRELOAD | path | RPATH | LD_LIBRARY_PATH | RUNPATH | ld.so.cache | default dirs | not found
+    via: str = ""  # LD_PRELOAD | already loaded | path | RPATH | LD_LIBRARY_PATH | RUNPATH | ld.so.cache | default dirs | not found
     package: str = ""  # the distribution whose RECORD lists that file ("nvidia-cudnn-cu12 9.10.2.21"), if any
     searched: List[str] = field(default_factory=list)  # for a soname not found: the dirs tried, in order
+    loaded_by: str = ""  # via "already loaded": the framework whose import loaded it before ("torch 2.15.0")
 
 
 @dataclass

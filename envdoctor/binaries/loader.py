@@ -1,8 +1,10 @@
 """Which file each DT_NEEDED soname of a shared object loads: glibc's search order, as data.
 
 For an object O needing soname S (glibc elf/dl-load.c, _dl_map_object; ld.so(8)):
-0. an object already loaded under that name: here, what LD_PRELOAD names (matched by file name or
-   DT_SONAME) — the process's other libraries are not known to a snapshot;
+0. an object already loaded under that name (matched by the name it was loaded as or its DT_SONAME): what
+   LD_PRELOAD names, and what the caller says the process has loaded before (`loaded`: an extension of torch is
+   imported after torch, whose libraries -- libc10.so, libtorch.so, the nvidia-* libraries its RUNPATH reaches --
+   are then in the process: a torch extension lists them in DT_NEEDED with no RUNPATH to them, by design);
 1. S containing a slash is a path, opened as is;
 2. DT_RPATH of O, then of the objects that loaded it up to the executable — only when O has no
    DT_RUNPATH (a RUNPATH turns every RPATH off for O's lookups);
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import os
 import posixpath
-from typing import Callable, Dict, List, Literal, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Literal, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.binaries import Unreadable
 from envdoctor.binaries.elf import expand_origin, open_elf
@@ -37,8 +39,9 @@ MAX_SEARCHED = 40
 class Resolved:
     soname: str
     path: Optional[str]  # the machine path that loads, None: not found
-    via: str  # LD_PRELOAD | path | RPATH | LD_LIBRARY_PATH | RUNPATH | ld.so.cache | default dirs | not found
+    via: str  # LD_PRELOAD | already loaded | path | RPATH | LD_LIBRARY_PATH | RUNPATH | ld.so.cache | default dirs | not found
     searched: List[str] = field(default_factory=list)  # dirs tried before the answer, in order
+    by: str = ""  # for "already loaded": what loaded it (the framework imported first)
 
 
 @dataclass
@@ -113,9 +116,12 @@ class LoaderModel:
             return self.default_dirs
         return list(DEFAULT_DIRS.get(who.machine, FALLBACK_DIRS))
 
-    def resolve(self, who: Needer, loaders: Sequence[Needer] = ()) -> List[Resolved]:
+    def resolve(self, who: Needer, loaders: Sequence[Needer] = (),
+                loaded: Optional[Mapping[str, Tuple[str, str]]] = None) -> List[Resolved]:
         """Every DT_NEEDED of `who`; `loaders` are the objects that loaded it (nearest first), whose
-        RPATH is inherited when `who` has no RUNPATH (the executable's RPATH comes after them)."""
+        RPATH is inherited when `who` has no RUNPATH (the executable's RPATH comes after them); `loaded`: name
+        (DT_SONAME, or the name it was loaded as) -> (machine path, what loaded it) of the objects already in the
+        process."""
         origin = posixpath.dirname(who.path)
         runpath = _expand(who.runpath, origin)
         rpaths: List[Tuple[str, List[str]]] = []
@@ -126,12 +132,15 @@ class LoaderModel:
             rpaths.append(("RPATH", list(self.exe_rpath)))
         steps: List[Tuple[str, List[str]]] = rpaths + [("LD_LIBRARY_PATH", self.ld_library_path), ("RUNPATH", runpath)]
         flags = MACHINE_FLAGS.get((who.machine, who.elfclass))
-        return [self._one(name, who, steps, flags) for name in who.needed]
+        return [self._one(name, who, steps, flags, loaded) for name in who.needed]
 
-    def _one(self, name: str, who: Needer, steps, flags) -> Resolved:
+    def _one(self, name: str, who: Needer, steps, flags,
+             loaded: Optional[Mapping[str, Tuple[str, str]]] = None) -> Resolved:
         pre = self._preloaded().get(name)
         if pre is not None:
             return Resolved(name, pre, "LD_PRELOAD")
+        if loaded and name in loaded and self._fits(loaded[name][0], who):
+            return Resolved(name, loaded[name][0], "already loaded", by=loaded[name][1])
         if "/" in name:
             found = name if self._fits(name, who) else None
             return Resolved(name, found, "path" if found else "not found")

@@ -138,6 +138,18 @@ def scan_file(path: str) -> FileScan:
         return out
 
 
+def links_of(path: str) -> FileScan:
+    """Only the dynamic-section facts of any shared object (DT_NEEDED, RPATH, RUNPATH, SONAME, class, machine),
+    device code or not: what the process model follows from a framework's libraries to the ones they load."""
+    try:
+        elf = open_elf(path)
+    except Unreadable as exc:
+        return FileScan(unreadable=str(exc))
+    with elf:
+        return FileScan(machine=elf.machine, elfclass=elf.elfclass, needed=list(elf.needed), rpath=list(elf.rpath),
+                        runpath=list(elf.runpath), soname=elf.soname, nodeflib=elf.nodeflib)
+
+
 class BinaryCache:
     """Answers of scan_file kept as JSON under the user cache: `<cache root>/binaries.json`, read and written by
     envdoctor.cache's rules (this user's file in this user's folder, bounded, atomically replaced). Each answer is
@@ -149,6 +161,7 @@ class BinaryCache:
         self.top = top if top is not None else (path.parent if path is not None else None)
         self.data: Dict[str, dict] = {}
         self.records: Dict[str, dict] = {}  # RECORD path -> {"key": signature, "value": ...}
+        self.links_data: Dict[str, dict] = {}  # shared object -> {"key": signature, "scan": links_of's answer}
         self.hits = 0
         self.misses = 0
         self.dirty = False
@@ -159,6 +172,8 @@ class BinaryCache:
                 self.data = raw["files"]
                 if isinstance(raw.get("records"), dict):
                     self.records = raw["records"]
+                if isinstance(raw.get("links"), dict):
+                    self.links_data = raw["links"]
 
     def _keep(self, key: list) -> bool:
         return not cache.sig_is_racy(key, self.now)
@@ -190,6 +205,25 @@ class BinaryCache:
             self.dirty = True
         return res
 
+    def links(self, path: str) -> FileScan:
+        """links_of(path), from the cache while the file is unchanged."""
+        try:
+            real, st = file_key(path)
+        except Unreadable as exc:
+            return FileScan(unreadable=str(exc))
+        key = cache.sig_of(st)
+        hit = self.links_data.get(real)
+        if isinstance(hit, dict) and hit.get("key") == key and isinstance(hit.get("scan"), dict):
+            try:
+                return FileScan.from_dict(hit["scan"])
+            except TypeError:
+                pass
+        res = links_of(path)
+        if self._keep(key):
+            self.links_data[real] = {"key": key, "scan": res.to_dict()}
+            self.dirty = True
+        return res
+
     def record(self, path: str, compute):
         """`compute(path)` for a dist's RECORD file (JSON-able), from the cache while the file is unchanged."""
         try:
@@ -217,8 +251,11 @@ class BinaryCache:
         records = {k: v for k, v in self.records.items() if os.path.lexists(k)}
         if len(records) > CACHE_MAX_ENTRIES:
             records = dict(list(records.items())[-CACHE_MAX_ENTRIES:])
+        links = {k: v for k, v in self.links_data.items() if os.path.lexists(k)}
+        if len(links) > CACHE_MAX_ENTRIES:
+            links = dict(list(links.items())[-CACHE_MAX_ENTRIES:])
         # an unwritable cache only means scanning again next time
-        cache.write(self.path, self.top, {"format": CACHE_FORMAT, "files": files, "records": records})
+        cache.write(self.path, self.top, {"format": CACHE_FORMAT, "files": files, "records": records, "links": links})
 
 
-__all__ = ["FileScan", "BinaryCache", "scan_file"]
+__all__ = ["FileScan", "BinaryCache", "scan_file", "links_of"]

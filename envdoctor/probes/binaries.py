@@ -22,6 +22,7 @@ from envdoctor.binaries import Unreadable
 from envdoctor.binaries.elf import expand_origin, open_elf
 from envdoctor.binaries.ldcache import LdCache, read_cache
 from envdoctor.binaries.loader import LoaderModel, Needer
+from envdoctor.binaries.process import Process
 from envdoctor.binaries.scan import BinaryCache
 from envdoctor.parsers.cuda_version import parse_dist_info_name
 from envdoctor.probes.base import ProbeContext, ProbeSkipped, ProbeUnknown
@@ -52,10 +53,14 @@ class _Index:
         self.owner: Dict[str, Tuple[str, str]] = {}  # local normalised path -> (dist, version)
         self.files: List[str] = []  # local paths of shared objects, in order
         self.seen: Set[str] = set()
+        self.infos: Dict[str, str] = {}  # dist -> its .dist-info folder (local), the first on sys.path
+        self.files_of: Dict[str, List[str]] = {}  # dist -> local paths of the shared objects its RECORD lists
 
     def add_file(self, local: str, owner: Optional[Tuple[str, str]]) -> None:
         if owner is not None:
             self.owner.setdefault(local, owner)
+            if SO_RE.search(local):
+                self.files_of.setdefault(owner[0], []).append(local)
         if SO_RE.search(local) and local not in self.seen:
             self.seen.add(local)
             self.files.append(local)
@@ -104,6 +109,7 @@ def _index_dir(base: str, index: _Index, dists: Set[str], claimed: Set[str], cac
         if parsed is None or parsed[0] in dists:
             continue  # a shadowed copy: the import system takes the first on sys.path
         dists.add(parsed[0])
+        index.infos.setdefault(parsed[0], os.path.join(base, name))
         shared, tops = cache.record(os.path.join(base, name, "RECORD"), _read_record)
         claimed.update(tops)
         for rel in shared:
@@ -132,6 +138,15 @@ def _walk_unclaimed(base: str, index: _Index, claimed: Set[str], budget: List[in
             for f in filenames:
                 if SO_RE.search(f):
                     index.add_file(os.path.join(dirpath, f), None)
+
+
+def _process(ctx: ProbeContext, snap: Snapshot, index: _Index, loader: LoaderModel, cache: BinaryCache,
+             dirs: List[str]) -> Process:
+    versions = {dist: ver for dist, ver in index.owner.values()}
+    frameworks = [f.distribution.lower().replace("_", "-") for f in snap.python.frameworks if f.distribution]
+    sys_path = [str(ctx.root.path(p)) if not ctx.root.is_live else p for p in snap.python.sys_path if p.startswith("/")]
+    return Process(loader, cache.links, ctx.root.display, index.files_of, index.infos, versions, frameworks, dirs,
+                   sys_path)
 
 
 def _search_dirs(ctx: ProbeContext, snap: Snapshot) -> Tuple[List[str], str]:
@@ -210,6 +225,7 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
     if budget[0] < 0:
         out.incomplete = f"stopped walking files no RECORD lists after {MAX_WALK} entries"
     loader: Optional[LoaderModel] = None
+    process: Optional[Process] = None
     seen_real: Set[tuple] = set()
     for n, local in enumerate(index.files):
         if n >= MAX_FILES:
@@ -238,12 +254,24 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
             continue
         if loader is None:
             loader = _loader(ctx, snap, out.evidence)
+            process = _process(ctx, snap, index, loader, cache, dirs)
         who = Needer(shown, res.machine, res.elfclass, res.needed, res.rpath, res.runpath, res.nodeflib)
+        resolved = loader.resolve(who)
+        missing = [r.soname for r in resolved if r.path is None]
+        if dist and process is not None:
+            # in the process: a framework's own library as its import maps it; an extension after its framework
+            inside = process.answers_for(dist, local, missing)
+            if inside is not None:
+                resolved = [inside.get(r.soname, r) for r in resolved]
+            elif missing:
+                loaded = process.loaded_before(dist, missing)
+                if loaded:
+                    resolved = loader.resolve(who, loaded=loaded)
         libs = []
-        for r in loader.resolve(who):
+        for r in resolved:
             owner = index.package_of(loader.local(r.path)) if r.path else ("", "")
             libs.append(LinkedLibrary(r.soname, r.path, r.via, " ".join(x for x in owner if x),
-                                      r.searched if r.path is None else []))
+                                      r.searched if r.path is None else [], loaded_by=r.by))
         size = st.st_size if st is not None else 0
         out.binaries.append(CudaBinary(
             path=shown, package=dist, package_version=version, size=size, sass=res.sass, ptx=res.ptx,
