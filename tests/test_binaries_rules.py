@@ -103,3 +103,81 @@ def test_driver_library_missing_without_a_driver_is_left_to_the_driver_rules():
     libs = [LinkedLibrary("libcuda.so.1", None, "not found")]
     snap = _snap([], [_bin(["sm_86"], libs=libs)], driver=None, driver_cuda=None)
     assert by_id(check(snap, RULES), "ED650") == []
+
+
+# NVIDIA's own libraries: their CUDA release decides, not their fatbin section. The shapes are the real wheels'
+# (matrices/ptx_isa.toml, [[outside_fatbin]]): nvidia-cufft 12.2.0.57 (CUDA 13) carries one sm_75 cubin in a
+# 672-byte .nv_fatbin, nvidia-cufft-cu12 11.4.1.4 one sm_52 cubin; their kernels lie in .ldata.
+CUFFT13 = dict(sass=["sm_75"], package="nvidia-cufft", version="12.2.0.57",
+               path="/venv/site-packages/nvidia/cu13/lib/libcufft.so.12")
+CUFFT12 = dict(sass=["sm_52"], package="nvidia-cufft-cu12", version="11.4.1.4",
+               path="/venv/site-packages/nvidia/cufft/lib/libcufft.so.11")
+
+
+@pytest.mark.parametrize("shape", [CUFFT13, CUFFT12])
+def test_a_stub_fatbin_of_nvidias_own_library_is_no_evidence_of_no_kernel(shape):
+    snap = _snap(["NVIDIA A100-SXM4-80GB:8.0"], [_bin(**shape)])
+    assert check(snap, RULES) == []
+
+
+def test_nvidias_libraries_on_a_gpu_their_cuda_line_dropped_are_one_finding():
+    libs = [_bin(**CUFFT13), _bin(["sm_75", "sm_120"], package="nvidia-cublas", version="13.4.1.3",
+                                  path="/venv/site-packages/nvidia/cu13/lib/libcublas.so.13")]
+    [f] = check(_snap(["NVIDIA GeForce GTX 1080:6.1"], libs), RULES)
+    assert f.id == "ED250" and "CUDA 13 libraries" in f.message and "nvidia-cublas 13.4.1.3" in f.message
+    assert "nvidia-cufft 12.2.0.57" in f.message and f.cause == "cuda-line-cc:13:6.1"
+    # the CUDA 12 line still targets sm_61: served
+    assert check(_snap(["NVIDIA GeForce GTX 1080:6.1"], [_bin(**CUFFT12)]), RULES) == []
+
+
+def test_an_extension_is_still_judged_by_its_fatbin():
+    snap = _snap(["NVIDIA GeForce GTX 1080:6.1"], [_bin(["sm_75", "sm_80"], package="xformers", version="0.0.35")])
+    [f] = check(snap, RULES)
+    assert f.id == "ED250" and "xformers 0.0.35" in f.message
+
+
+def test_an_extension_needing_another_cuda_runtime_than_its_framework_says_so():
+    from tests.snapfactory import torch
+
+    libs = [LinkedLibrary("libc10.so", "/venv/site-packages/torch/lib/libc10.so", "already loaded",
+                          "torch 2.15.0", loaded_by="torch 2.15.0"),
+            LinkedLibrary("libcudart.so.12", None, "not found", searched=["/usr/lib"])]
+    snap = _snap(["NVIDIA A100-SXM4-80GB:8.0"], [_bin(["sm_80"], package="xformers", version="0.0.35", libs=libs)])
+    snap.python.frameworks = [torch("2.15.0", cuda="13.2")]
+    [f] = check(snap, RULES)
+    assert f.id == "ED650" and "libcudart.so.12" in f.message and "libc10.so" not in f.message
+    assert "built for CUDA 12" in f.message and "CUDA 13 build" in f.message
+    assert any("already loaded by torch 2.15.0" in e.value for e in f.evidence)
+
+
+def test_a_cuda_line_that_dropped_the_gpu_is_said_once_with_its_consequences_folded():
+    """torch's CUDA 13 build on a GTX 1080 (sm_61, which CUDA 13 dropped): ED200 is the cause; torch's own
+    binaries and the CUDA 13 nvidia-* libraries it brings are its consequences, not errors of their own."""
+    from tests.snapfactory import torch
+
+    libs = [_bin(**CUFFT13), _bin(["sm_75", "sm_120"], package="nvidia-cublas", version="13.4.1.3",
+                                  path="/venv/site-packages/nvidia/cu13/lib/libcublas.so.13"),
+            _bin(["sm_75", "sm_80", "sm_90", "sm_100", "sm_120"], package="torch", version="2.9.0",
+                 path="/venv/site-packages/torch/lib/libtorch_cuda.so")]
+    snap = _snap(["NVIDIA GeForce GTX 1080:6.1"], libs)
+    snap.python.frameworks = [torch("2.9.0", cuda="13.0")]
+    found = check(snap, ("ED200",) + RULES)
+    assert [f.id for f in found] == ["ED200"], [(f.id, f.message[:80]) for f in found]
+    assert len(found[0].consequences) == 2
+
+
+def _variant(tag, found):
+    lib = LinkedLibrary(f"libcudart.so.{tag[:2]}", "/venv/nvidia/lib/libcudart.so" if found else None,
+                        "RUNPATH" if found else "not found")
+    return _bin(["sm_80"], package="bitsandbytes", version="0.49.1", libs=[lib],
+                path=f"/venv/site-packages/bitsandbytes/libbitsandbytes_cuda{tag}.so")
+
+
+def test_per_cuda_builds_of_one_library_need_only_one_that_loads():
+    """bitsandbytes ships libbitsandbytes_cuda118.so ... _cuda132.so and dlopens the one for torch's CUDA (its
+    real install: tests/fixtures/realwheels/torch-bitsandbytes.json, imported fine): the others' missing CUDA 11
+    and 12 runtimes are no error; when none of them can load, it is one."""
+    snap = _snap(["NVIDIA A100-SXM4-80GB:8.0"], [_variant("118", False), _variant("121", False), _variant("130", True)])
+    assert check(snap, RULES) == []
+    snap = _snap(["NVIDIA A100-SXM4-80GB:8.0"], [_variant("118", False), _variant("121", False)])
+    assert {f.id for f in check(snap, RULES)} == {"ED650"}

@@ -24,6 +24,9 @@ class Facts:
     runs_on: Dict[Tuple[str, str], str]  # (kind, suffix) -> rule
     ptx_cuda: Dict[str, str]  # PTX ISA -> CUDA
     sources: Dict[str, str] = field(default_factory=dict)  # "target:sass:a" / "ptx:9.0" -> source URL
+    vendor: List[str] = field(default_factory=list)  # globs of the distributions that are NVIDIA's CUDA libraries
+    outside_fatbin: Dict[str, str] = field(default_factory=dict)  # distribution -> what was measured (and source)
+    vendor_source: str = ""
 
 
 def _ok(row) -> bool:
@@ -51,7 +54,27 @@ def load_facts() -> Facts:
         if _ok(row) and isinstance(row.get("isa"), str) and isinstance(row.get("cuda"), str):
             ptx[row["isa"]] = row["cuda"]
             sources[f"ptx:{row['isa']}"] = row["source"]
-    return Facts(runs_on, ptx, sources)
+    vendor = [row["pattern"] for row in data.get("vendor", []) if _ok(row) and isinstance(row.get("pattern"), str)]
+    outside = {row["distribution"]: f"{row.get('measured', '')} ({row['source']})"
+               for row in data.get("outside_fatbin", []) if _ok(row) and isinstance(row.get("distribution"), str)}
+    vendor_source = next((row["source"] for row in data.get("vendor", []) if _ok(row)), "")
+    return Facts(runs_on, ptx, sources, vendor, outside, vendor_source)
+
+
+_CU_NAME = re.compile(r"-cu(\d{2})$")
+_CU_DIR = re.compile(r"/nvidia/cu(\d{2})/")
+
+
+def vendor_cuda_major(distribution: str, path: str, facts: Optional[Facts] = None) -> Tuple[bool, Optional[int]]:
+    """(is `distribution` one of NVIDIA's CUDA libraries, the CUDA major it belongs to or None): the major from
+    the name (nvidia-cufft-cu12) or from the folder the file lies in (nvidia/cu13/lib/libcufft.so.12)."""
+    import fnmatch
+
+    name = (distribution or "").lower()
+    if not name or not any(fnmatch.fnmatchcase(name, p) for p in (facts or load_facts()).vendor):
+        return False, None
+    m = _CU_NAME.search(name) or _CU_DIR.search(path or "")
+    return True, int(m.group(1)) if m else None
 
 
 def parse_target(target: str) -> Optional[Tuple[str, int, int, str]]:

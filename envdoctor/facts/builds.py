@@ -192,6 +192,28 @@ def cuda_builds(ctx: "Context") -> List[CudaBuild]:
     return out
 
 
+def cuda_line_serves(m: Any, major: int, cc: str) -> Optional[bool]:
+    """Does any CUDA release of `major` target compute capability `cc` (gpus.toml [[arch]] first_cuda /
+    last_cuda)? None when the arch is unknown."""
+    a = m.arch(cc)
+    if a is None:
+        return None
+    if a.last_cuda and Version(a.last_cuda).major < major:
+        return False
+    if a.first_cuda and Version(a.first_cuda).major > major:
+        return False
+    return True
+
+
+def no_kernel_cause(m: Any, cuda_major: Optional[int], cc: str, dist: str) -> str:
+    """The cause key of "no kernel for a GPU of `cc`" (envdoctor.rules.engine folds findings that share one): the
+    CUDA line itself when none of its releases targets `cc` (torch's CUDA 13 build and the CUDA 13 nvidia-*
+    libraries on a GTX 1080 are one cause), else the distribution's own build."""
+    if cuda_major is not None and cuda_line_serves(m, cuda_major, cc) is False:
+        return f"cuda-line-cc:{cuda_major}:{cc}"
+    return f"no-kernel:{dist}:{cc}"
+
+
 # --------------------------------------------------------------------------- compiled GPU archs
 
 

@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
-from envdoctor.facts.builds import ArchInfo, CudaBuild, build_arch, cuda_builds
+from envdoctor.facts.builds import ArchInfo, CudaBuild, build_arch, cuda_builds, no_kernel_cause
 from envdoctor.facts.driver import driver_facts, driver_runs
 from envdoctor.facts.gpus import gpu_label, kernel_for, newest_arch, variant_serves_cc, visible_gpus
 from envdoctor.facts.labels import row_source
@@ -246,8 +246,9 @@ def gpu_arch_not_in_build(ctx: Context, r: Rule) -> List[Finding]:
             msg += note
             ev.extend(fev)
             subject = f"{b.label} on GPU {','.join(str(g.index) for g in gpus)}"
+            cause = no_kernel_cause(m, b.major, cc, b.fw.distribution) if verdict != "ptx" else None
             out.append(r.finding(msg, severity=severity, evidence=ev, fix=fixes, subject=subject,
-                                 area="gpu"))
+                                 area="gpu", cause=cause))
     return out
 
 
@@ -310,7 +311,8 @@ def _cuda_cannot_target_finding(ctx, r, b: CudaBuild, cc: str, gpus, vis, all_cc
     msg += note
     ev.extend(fev)
     return r.finding(msg, severity=severity, evidence=ev, fix=fixes, area="gpu",
-                     subject=f"{b.label} on GPU {','.join(str(g.index) for g in gpus)}")
+                     subject=f"{b.label} on GPU {','.join(str(g.index) for g in gpus)}",
+                     cause=no_kernel_cause(m, b.major, cc, b.fw.distribution))
 
 
 def _jax_findings(ctx, r, b: CudaBuild, groups, vis) -> list:

@@ -8,9 +8,11 @@ the file the dynamic loader would load. Judged here with NVIDIA's rules from mat
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from envdoctor.binaries.compat import judge, load_facts
+from envdoctor.binaries.compat import judge, load_facts, vendor_cuda_major
+from envdoctor.facts.builds import cuda_builds, cuda_line_serves, no_kernel_cause
 from envdoctor.facts.gpus import gpu_label, visible_gpus
 from envdoctor.facts.versions import cc_tuple
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
@@ -21,9 +23,18 @@ SHOWN_FILES = 3
 DRIVER_LIBS = ("libcuda.so.1", "libcuda.so", "libnvidia-ml.so.1")  # come with the driver: judged by ED0xx
 
 
+def _vendor(b: CudaBinary) -> Tuple[bool, Optional[int]]:
+    return vendor_cuda_major(b.package, b.path)
+
+
 def _package_groups(binaries: List[CudaBinary]) -> Dict[Tuple[str, str], List[CudaBinary]]:
+    """The binaries per package, NVIDIA's own CUDA libraries left out: they are judged by their CUDA release
+    (_vendor_findings), not by their fatbin section, which for some (cuFFT) is a stub with one old cubin while
+    the kernels lie elsewhere in the file (matrices/ptx_isa.toml, [[outside_fatbin]])."""
     groups: Dict[Tuple[str, str], List[CudaBinary]] = {}
     for b in binaries:
+        if _vendor(b)[0]:
+            continue
         key = (b.package, b.package_version) if b.package else (b.path, "")
         groups.setdefault(key, []).append(b)
     return groups
@@ -102,6 +113,41 @@ def _source(key: str) -> str:
     return load_facts().sources.get(key, "matrices:ptx_isa")
 
 
+def _build_of(ctx: Context, package: str):
+    return next((b for b in cuda_builds(ctx) if (b.fw.distribution or "").lower() == package.lower()), None)
+
+
+def _vendor_findings(ctx: Context, r: Rule) -> List[Finding]:
+    """NVIDIA's own CUDA libraries, per CUDA major: no kernel for a GPU only where no release of that CUDA line
+    targets it (gpus.toml), as one finding per line and GPU; its cause is the CUDA line's, shared with a
+    framework build of that line (ED200), so the report says it once."""
+    lines: Dict[int, Dict[str, str]] = {}
+    for b in ctx.snap.binaries.binaries:
+        vendor, major = _vendor(b)
+        if vendor and major is not None and b.package:
+            lines.setdefault(major, {})[b.package] = b.package_version
+    out = []
+    m = ctx.matrices
+    for cc, gpus in sorted(_gpu_groups(ctx).items()):
+        for major, dists in sorted(lines.items()):
+            if cuda_line_serves(m, major, cc) is not False:
+                continue  # served, or not known: a stub fatbin is no evidence either way
+            info = m.arch(cc)
+            names = ", ".join(f"{d} {v}".strip() for d, v in sorted(dists.items()))
+            span = f"CUDA {info.first_cuda or '?'} to {info.last_cuda or 'current'}" if info is not None else "?"
+            msg = (f"the CUDA {major} libraries ({names}) have no kernels for {_gpus_text(gpus, cc)}: no CUDA "
+                   f"{major} release targets sm_{cc.replace('.', '')} ({span} does).")
+            ev = [EvidenceItem(f"CUDA versions that target sm_{cc.replace('.', '')}", span,
+                               getattr(info, "source", "") or "matrices:gpus"),
+                  EvidenceItem("NVIDIA's CUDA libraries", "judged by their CUDA release, not their fatbin section",
+                               load_facts().vendor_source or "matrices:ptx_isa")]
+            out.append(r.finding(msg, evidence=ev, subject=f"CUDA {major} libraries", cause=no_kernel_cause(
+                m, major, cc, f"cuda{major}"), fix=[
+                f"Install the builds for a CUDA line that targets sm_{cc.replace('.', '')} (the framework's build "
+                f"for it brings its nvidia-* libraries along), or run on a GPU CUDA {major} supports."]))
+    return out
+
+
 @rule(
     id="ED250",
     name="binary-no-kernel-for-gpu",
@@ -117,7 +163,11 @@ when the driver's CUDA is at least as new as the PTX ISA. A package none of whos
 cubin or PTX fails at its first kernel with "no kernel image is available for execution on the device"
 (or "CUDA error: the provided PTX was compiled with an unsupported toolchain" for too new PTX). This
 judges what the files contain, so it covers flash-attn, xformers, bitsandbytes, vllm, a colleague's
-extension or a source-built torch, which no table lists.
+extension or a source-built torch, which no table lists. NVIDIA's own CUDA libraries (the nvidia-* wheels) are
+judged by their CUDA release instead (gpus.toml: which compute capabilities a CUDA line targets): some keep their
+kernels outside a standard fatbin (cuFFT's .nv_fatbin is a stub with one old cubin, its kernels lie in .ldata;
+matrices/ptx_isa.toml, [[outside_fatbin]]). A GPU a whole CUDA line dropped is said once, with the framework build
+of that line (ED200), the libraries folded in as its consequences.
 """,
     example="""
 An extension built with -gencode arch=compute_80,code=sm_80 on a GeForce RTX 2080 (7.5):
@@ -131,7 +181,7 @@ An extension built with -gencode arch=compute_80,code=sm_80 on a GeForce RTX 208
     ],
 )
 def binary_no_kernel(ctx: Context, r: Rule) -> List[Finding]:
-    out = []
+    out = _vendor_findings(ctx, r)
     for cc, gpus, label, name, verdicts in _judged_packages(ctx, "none"):
         judged = [b for b, _ in verdicts]
         too_new = sorted({t for _, v in verdicts for t in v.too_new_ptx})
@@ -150,7 +200,9 @@ def binary_no_kernel(ctx: Context, r: Rule) -> List[Finding]:
                "Or run it on a GPU its kernels cover: " + _has(judged) + "."]
         if too_new:
             fix.insert(0, "Or upgrade the NVIDIA driver so that it can JIT-compile the package's PTX.")
-        out.append(r.finding(msg, evidence=ev, fix=fix, subject=label))
+        build = _build_of(ctx, name)
+        cause = no_kernel_cause(ctx.matrices, build.major, cc, build.fw.distribution) if build is not None else None
+        out.append(r.finding(msg, evidence=ev, fix=fix, subject=label, cause=cause))
     return out
 
 
@@ -199,6 +251,42 @@ def binary_ptx_jit_only(ctx: Context, r: Rule) -> List[Finding]:
     return out
 
 
+_CUDA_TAG = re.compile(r"(?<=[_.-])(cuda|cu)\d{2,3}(?=[_.-])")
+
+
+def _variant_key(b: CudaBinary) -> Optional[Tuple[str, str]]:
+    """(package, the file's path with its CUDA tag blanked) for one of several per-CUDA builds of a library a
+    package ships and picks from at run time by the CUDA its framework has (bitsandbytes'
+    libbitsandbytes_cuda118.so ... _cuda132.so: the one for torch's CUDA is dlopened, the others never are)."""
+    if not b.package or not _CUDA_TAG.search(b.path):
+        return None
+    return b.package, _CUDA_TAG.sub("cuda*", b.path)
+
+
+def _loadable_variants(ctx) -> set:
+    """The variant groups (of two files or more) in which one file finds every library it needs: its siblings
+    for other CUDA versions are alternatives, not libraries an import loads."""
+    groups: Dict[Tuple[str, str], List[CudaBinary]] = {}
+    for b in ctx.snap.binaries.binaries:
+        key = _variant_key(b)
+        if key is not None:
+            groups.setdefault(key, []).append(b)
+    return {k for k, files in groups.items() if len(files) > 1 and any(not _missing(ctx, f) for f in files)}
+
+
+def _other_cuda(ctx, b: CudaBinary, missing: List[str]):
+    """(CUDA major the binary was built for, the framework build that loads it) when it needs the CUDA runtime
+    of another major than that framework's: an extension from another index than its framework."""
+    wanted = [int(s.rsplit(".", 1)[1]) for s in missing if s.startswith("libcudart.so.") and s.rsplit(".", 1)[1].isdigit()]
+    loaders = {lib.loaded_by.split(" ")[0].lower() for lib in b.libraries if lib.loaded_by}
+    if not wanted or not loaders:
+        return None
+    for build in cuda_builds(ctx):
+        if (build.fw.distribution or "").lower() in loaders and build.major != wanted[0]:
+            return wanted[0], build
+    return None
+
+
 def _missing(ctx, b: CudaBinary) -> List[str]:
     driver_ok = ctx.snap.driver.state == "ok"
     return [lib.soname for lib in b.libraries
@@ -217,7 +305,11 @@ DT_RPATH (only when it has no DT_RUNPATH; inherited from the objects that loaded
 its DT_RUNPATH, /etc/ld.so.cache and the default dirs. A soname found nowhere makes the import fail with
 "libcudnn.so.8: cannot open shared object file: No such file or directory" - typically an extension
 built against a CUDA or cuDNN the environment does not have (an nvidia-* wheel of another major, a
-system toolkit that is not installed here), or a RUNPATH into a build tree that is gone.
+system toolkit that is not installed here), or a RUNPATH into a build tree that is gone. Judged in the process
+that imports the binary: a torch extension needs libc10.so and libtorch.so with no RUNPATH to them, by design,
+because `import torch` loaded them first (an object already loaded under a name satisfies it); and of several
+per-CUDA builds of one library a package picks from at run time (bitsandbytes' libbitsandbytes_cuda1XY.so), one
+that loads is enough.
 """,
     example="""
 flash_attn_2_cuda.so needs libcudart.so.11.0 in an environment with CUDA 12 wheels only: `ED650 error`.
@@ -229,9 +321,10 @@ flash_attn_2_cuda.so needs libcudart.so.11.0 in an environment with CUDA 12 whee
 )
 def binary_missing_library(ctx: Context, r: Rule) -> List[Finding]:
     out = []
+    loadable = _loadable_variants(ctx)
     for b in ctx.snap.binaries.binaries:
         missing = _missing(ctx, b)
-        if not missing:
+        if not missing or _variant_key(b) in loadable:
             continue
         owner = f" ({b.package} {b.package_version})" if b.package else ""
         searched: Optional[List[str]] = next((lib.searched for lib in b.libraries if lib.path is None), None)
@@ -240,12 +333,23 @@ def binary_missing_library(ctx: Context, r: Rule) -> List[Finding]:
             ev.append(EvidenceItem("searched", ", ".join(searched), "probe:binaries"))
         if b.runpath or b.rpath:
             ev.append(EvidenceItem("RUNPATH" if b.runpath else "RPATH", ":".join(b.runpath or b.rpath), "probe:binaries"))
-        out.append(r.finding(
-            f"{b.path}{owner} needs {', '.join(missing)}, which the dynamic loader finds nowhere "
-            f"(RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache, default dirs): importing it fails with "
-            f"\"{missing[0]}: cannot open shared object file\".",
-            evidence=ev, subject=b.package or b.path,
-            fix=[f"Install what provides {', '.join(missing)} (the nvidia-* wheel or CUDA library of the version "
-                 f"this binary was built for), or put its directory on LD_LIBRARY_PATH.",
-                 "Or reinstall the package in a build that matches the CUDA libraries of this environment."]))
+        fix = [f"Install what provides {', '.join(missing)} (the nvidia-* wheel or CUDA library of the version "
+               f"this binary was built for), or put its directory on LD_LIBRARY_PATH.",
+               "Or reinstall the package in a build that matches the CUDA libraries of this environment."]
+        msg = (f"{b.path}{owner} needs {', '.join(missing)}, which the dynamic loader finds nowhere "
+               f"(RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache, default dirs): importing it fails with "
+               f"\"{missing[0]}: cannot open shared object file\".")
+        other = _other_cuda(ctx, b, missing)
+        if other is not None:
+            major, build = other
+            name = b.package or "this extension"
+            msg += (f" It was built for CUDA {major} (libcudart.so.{major}), and {build.label}, which loads it, is a "
+                    f"CUDA {build.major} build.")
+            fix = [f"Install the build of {name} made for {build.label} (CUDA {build.major}), or a "
+                   f"{build.family} build for CUDA {major} that {name} fits."] + fix[1:]
+        for lib in b.libraries:
+            if lib.via == "already loaded" and lib.loaded_by:
+                ev.append(EvidenceItem(f"DT_NEEDED {lib.soname}", f"already loaded by {lib.loaded_by}: {lib.path}",
+                                       "probe:binaries"))
+        out.append(r.finding(msg, evidence=ev, subject=b.package or b.path, fix=fix))
     return out

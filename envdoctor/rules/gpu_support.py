@@ -88,10 +88,13 @@ def _cudnn_found(ctx: Context) -> List[Tuple[str, Optional[int], str, str]]:
         major = cudnn_wheel_major(name)
         if major is not None and parse_version(version) is not None:
             out.append((version, major, f"{name} {version}", "python.packages"))
+    wheel_major = {v: m for v, m, _, _ in out}
     for c in ctx.snap.cudnn:
         if c.version and parse_version(c.version) is not None:
             src = c.evidence[0].source if c.evidence else f"file:{c.path}"
-            out.append((c.version, None, f"{c.version} at {c.path}" if c.path else c.version, src))
+            # the files of a cuDNN wheel (nvidia/cudnn/lib) are that wheel's: its CUDA major is the name's
+            major = wheel_major.get(c.version) if "site-packages" in (c.path or "") else None
+            out.append((c.version, major, f"{c.version} at {c.path}" if c.path else c.version, src))
     if not ctx.snap.cudnn:
         # a framework build that brings its own exact cuDNN (torch's Windows wheels bundle it; an index build's
         # cuDNN wheel a plan does not lay in) loads that one where no cuDNN of its CUDA major is installed
