@@ -360,7 +360,8 @@ def _jax_findings(ctx, r, b: CudaBuild, groups, vis) -> list:
             fixes.append(f"$ pip uninstall -y {b.fw.distribution or b.fw.name}")
         severity = "error" if vis.certain else "warning"
         out.append(r.finding(msg, severity=severity, evidence=ev, fix=fixes,
-                             subject=f"{b.label} on GPU {','.join(str(g.index) for g in gpus)}"))
+                             subject=f"{b.label} on GPU {','.join(str(g.index) for g in gpus)}",
+                             cause=no_kernel_cause(m, b.major, cc, b.fw.distribution)))
     return out
 
 

@@ -86,11 +86,14 @@ def parse(text: str) -> Tuple[Dict[Tuple[str, str], Optional[str]], List[str], D
 
 
 PROGRAM = """
-import importlib, json, sys
+import ctypes, importlib, json, os, sys, sysconfig
 out = {}
 for name in sys.argv[2:]:
     try:
-        importlib.import_module(name)
+        if name.startswith("dlopen:"):  # what a framework dlopens later by its path (a provider, a plugin)
+            ctypes.CDLL(os.path.join(sysconfig.get_paths()["purelib"], name[len("dlopen:"):]))
+        else:
+            importlib.import_module(name)
         out[name] = "ok"
     except BaseException as exc:
         out[name] = f"{type(exc).__name__}: {exc}"
@@ -99,7 +102,8 @@ open(sys.argv[1], "w").write(json.dumps(out))
 
 
 def trace(python: str, imports: List[str], env: Optional[Dict[str, str]] = None, timeout: float = 600) -> Trace:
-    """Import `imports` in `python` under LD_DEBUG=libs,files; the loader's record and each import's result."""
+    """Import `imports` in `python` under LD_DEBUG=libs,files (an entry "dlopen:REL" dlopens site-packages/REL, as
+    a framework opens a provider library by its path later); the loader's record and each one's result."""
     import json
 
     with tempfile.TemporaryDirectory(prefix="envdoctor-ldtrace-") as tmp:

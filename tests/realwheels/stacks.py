@@ -38,7 +38,10 @@ STACKS: Dict[str, Stack] = {s.name: s for s in [
     Stack("jax-cuda13", ["jax[cuda13]"], ["jax", "jaxlib", "jax_plugins.xla_cuda13", "jax_cuda13_plugin"],
           "NVIDIA A100-SXM4-80GB:8.0", "NVIDIA GeForce GTX 1080:6.1"),
     Stack("tensorflow-cuda", ["tensorflow[and-cuda]"], ["tensorflow"], "NVIDIA A100-SXM4-80GB:8.0", ""),
-    Stack("onnxruntime-gpu", ["onnxruntime-gpu"], ["onnxruntime"], "NVIDIA A100-SXM4-80GB:8.0", ""),
+    # the CUDA provider is dlopened by its path when a session asks for CUDAExecutionProvider, not at import
+    Stack("onnxruntime-gpu", ["onnxruntime-gpu"], ["onnxruntime", "dlopen:onnxruntime/capi/libonnxruntime_providers_shared.so",
+                                                    "dlopen:onnxruntime/capi/libonnxruntime_providers_cuda.so"],
+          "NVIDIA A100-SXM4-80GB:8.0", ""),
     Stack("cupy-cuda12x", ["cupy-cuda12x"], ["cupy"], "NVIDIA A100-SXM4-80GB:8.0", ""),
 ]}
 
