@@ -26,7 +26,8 @@ C_EXT = f"_C.cpython-{sys.version_info[0]}{sys.version_info[1]}-x86_64-linux-gnu
 LOADS = 'import ctypes, os\nctypes.CDLL(os.path.join(os.path.dirname(__file__), "{name}"))\n'
 
 
-def _world(tmp_path: Path, requires: str = "Requires-Dist: torch>=2.0\n", needs: str = "c10", provide: bool = True):
+def _world(tmp_path: Path, requires: str = "Requires-Dist: torch>=2.0\n", needs: str = "c10", provide: bool = True,
+           name: str = "myext"):
     if not (TOOLKIT_LIB / "libcudart.so.13").exists() and not list(TOOLKIT_LIB.glob("libcudart.so.*")):
         pytest.skip("no CUDA runtime in /usr/local/cuda/lib64 for the real loader")
     venv = tmp_path / "venv"
@@ -42,9 +43,9 @@ def _world(tmp_path: Path, requires: str = "Requires-Dist: torch>=2.0\n", needs:
                                             f"torch/{C_EXT}": core, **({"torch/lib/libc10.so": c10} if provide else {})})
     (sp / "torch" / "__init__.py").write_text(LOADS.format(name=C_EXT))
     (sp / "torch" / "version.py").write_text("__version__ = '2.15.0+cu130'\ncuda = '13.0'\ngit_version = 'x'\n")
-    info = add_dist(sp, "myext", "1.0", {"myext/__init__.py": None, "myext/_C.so": ext})
-    (sp / "myext" / "__init__.py").write_text("import torch\n" + LOADS.format(name="_C.so"))
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: myext\nVersion: 1.0\n{requires}")
+    info = add_dist(sp, name, "1.0", {f"{name}/__init__.py": None, f"{name}/_C.so": ext})
+    (sp / name / "__init__.py").write_text("import torch\n" + LOADS.format(name="_C.so"))
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n{requires}")
     bindir = tmp_path / "bin"
     bindir.mkdir()
     (tmp_path / "q.csv").write_text(QUERY)
@@ -64,23 +65,26 @@ def _cli(env, *args):
     return proc
 
 
-def _ext(snap: dict) -> dict:
-    [b] = [b for b in snap["binaries"]["binaries"] if b["package"] == "myext"]
+def _ext(snap: dict, name: str = "myext") -> dict:
+    [b] = [b for b in snap["binaries"]["binaries"] if b["package"] == name]
     return {lib["soname"]: lib for lib in b["libraries"]}
 
 
-@pytest.mark.parametrize("requires", ["Requires-Dist: torch>=2.0\n", ""], ids=["requires torch", "metadata silent"])
-def test_a_torch_extensions_needed_torch_library_is_already_loaded(tmp_path, requires):
-    python, env = _world(tmp_path, requires)
+@pytest.mark.parametrize("requires, name", [("Requires-Dist: torch>=2.0\n", "myext"), ("", "myext"), ("", "torchaudio")],
+                         ids=["requires torch", "metadata silent", "a listed companion, metadata silent"])
+def test_a_torch_extensions_needed_torch_library_is_already_loaded(tmp_path, requires, name):
+    """torchaudio 2.11 names no torch in its metadata and is a framework envdoctor lists: its import still runs
+    torch's first (vllm's real install: tests/fixtures/realwheels/vllm.json)."""
+    python, env = _world(tmp_path, requires, name=name)
     snap = json.loads(_cli(env, "probe", "--python", str(python), "--format", "json", "--no-redact").stdout)
-    libs = _ext(snap)
+    libs = _ext(snap, name)
     assert libs["libc10.so"]["via"] == "already loaded" and libs["libc10.so"]["loaded_by"] == "torch 2.15.0"
     assert libs["libc10.so"]["path"].endswith("/torch/lib/libc10.so")
     report = json.loads(_cli(env, "check", "--python", str(python), "--format", "json").stdout)
     assert [f for f in report["findings"] if f["id"] == "ED650"] == []
     # the referee: the real loader, importing the same files in the same order
-    tr = trace(str(python), ["torch", "myext"], env=env)
-    assert tr.results == {"torch": "ok", "myext": "ok"}, tr.results
+    tr = trace(str(python), ["torch", name], env=env)
+    assert tr.results == {"torch": "ok", name: "ok"}, tr.results
     compared, diffs = compare(snap, tr)
     assert compared >= 3 and diffs == []
 

@@ -136,11 +136,12 @@ class Process:
         self.files_of = files_of
         self.infos = infos
         self.versions = versions
-        self.frameworks = [f for f in frameworks if f in files_of]
+        self.frameworks: List[str] = []
         self.dirs = [os.path.realpath(d) + os.sep for d in dirs]
         self.sys_path = list(sys_path)
         self._sims: Dict[str, Simulation] = {}
         self._closure: Dict[str, List[str]] = {}
+        self.frameworks = [f for f in frameworks if f in files_of]
 
     def requires(self, dist: str) -> List[str]:
         """The installed distributions `dist` requires, nearest first (itself excluded)."""
@@ -166,13 +167,30 @@ class Process:
         if dist in self._sims:
             return self._sims[dist]
         sim = Simulation()
-        self._sims[dist] = sim
+        self._sims[dist] = sim  # before its requirements: a cycle of Requires-Dist ends here
+        for req in self.requires(dist):  # imported first (torchvision's import runs torch's): their names are loaded
+            if req in self.frameworks:
+                for name, hit in self.of(req).names.items():
+                    sim.names.setdefault(name, hit)
         by = f"{dist} {self.versions.get(dist, '')}".strip()
         files = self.files_of.get(dist, [])
         order = IMPORT_ORDER.get(dist)
         entries = (order(files, self.sys_path) if order is not None else []) or [(f, True) for f in files]
+        preloaded = dict(sim.names)
         for local, _ in entries:
             self._dlopen(sim, local, by)
+        missing = sorted({s for (_, s), r in sim.answers.items() if r.path is None})
+        providers = [fw for fw in self.frameworks if fw != dist and fw not in self.requires(dist)
+                     and dist not in self.requires(fw) and any(m in self.of(fw).names for m in missing)]
+        if providers:  # metadata silent on the framework it is imported after (torchaudio 2.11 names no torch)
+            sim = Simulation()
+            sim.names.update(preloaded)
+            for fw in providers:
+                for name, hit in self.of(fw).names.items():
+                    sim.names.setdefault(name, hit)
+            self._sims[dist] = sim
+            for local, _ in entries:
+                self._dlopen(sim, local, by)
         return sim
 
     def _map(self, sim: Simulation, local: str, shown: str, by: str, name: Optional[str]) -> Any:
@@ -227,10 +245,10 @@ class Process:
 
     def loaded_before(self, dist: str, missing: List[str]) -> Dict[str, Tuple[str, str]]:
         """name -> (machine path, what loaded it) of what is loaded before an extension of `dist` is imported."""
-        if dist in self.frameworks:
-            return {}
         out: Dict[str, Tuple[str, str]] = {}
         for fw in self._order(dist, missing):
+            if fw == dist:
+                continue  # not imported before itself
             for name, hit in self.of(fw).names.items():
                 out.setdefault(name, hit)
         return out

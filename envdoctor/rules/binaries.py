@@ -251,16 +251,21 @@ def binary_ptx_jit_only(ctx: Context, r: Rule) -> List[Finding]:
     return out
 
 
-_CUDA_TAG = re.compile(r"(?<=[_.-])(cuda|cu)\d{2,3}(?=[_.-])")
+_NUMBER = re.compile(r"\d+")
 
 
 def _variant_key(b: CudaBinary) -> Optional[Tuple[str, str]]:
-    """(package, the file's path with its CUDA tag blanked) for one of several per-CUDA builds of a library a
-    package ships and picks from at run time by the CUDA its framework has (bitsandbytes'
-    libbitsandbytes_cuda118.so ... _cuda132.so: the one for torch's CUDA is dlopened, the others never are)."""
-    if not b.package or not _CUDA_TAG.search(b.path):
+    """(package, the file's path with the numbers of its last two parts blanked) for one of several builds of a
+    library a package ships and picks from at run time: bitsandbytes' libbitsandbytes_cuda118.so ... _cuda132.so
+    (by torch's CUDA), torchcodec's libtorchcodec_core4.so ... core9.so (by the FFmpeg found), nccl's lib/cu12/ and
+    lib/cu13/; the one that fits is dlopened, the others never are."""
+    if not b.package:
         return None
-    return b.package, _CUDA_TAG.sub("cuda*", b.path)
+    head, _, name = b.path.rpartition("/")
+    parent, _, folder = head.rpartition("/")
+    if not _NUMBER.search(folder + name):
+        return None
+    return b.package, f"{parent}/{_NUMBER.sub('#', folder)}/{_NUMBER.sub('#', name)}"
 
 
 def _loadable_variants(ctx) -> set:
@@ -272,6 +277,10 @@ def _loadable_variants(ctx) -> set:
         if key is not None:
             groups.setdefault(key, []).append(b)
     return {k for k, files in groups.items() if len(files) > 1 and any(not _missing(ctx, f) for f in files)}
+
+
+def _group_size(ctx, key) -> int:
+    return sum(1 for b in ctx.snap.binaries.binaries if _variant_key(b) == key)
 
 
 def _other_cuda(ctx, b: CudaBinary, missing: List[str]):
@@ -322,10 +331,14 @@ flash_attn_2_cuda.so needs libcudart.so.11.0 in an environment with CUDA 12 whee
 def binary_missing_library(ctx: Context, r: Rule) -> List[Finding]:
     out = []
     loadable = _loadable_variants(ctx)
+    said: set = set()
     for b in ctx.snap.binaries.binaries:
         missing = _missing(ctx, b)
-        if not missing or _variant_key(b) in loadable:
+        key = _variant_key(b)
+        if not missing or key in loadable or (key is not None and key in said and _group_size(ctx, key) > 1):
             continue
+        if key is not None:
+            said.add(key)
         owner = f" ({b.package} {b.package_version})" if b.package else ""
         searched: Optional[List[str]] = next((lib.searched for lib in b.libraries if lib.path is None), None)
         ev = [EvidenceItem(f"DT_NEEDED {s}", "not found", "probe:binaries") for s in missing]
@@ -339,6 +352,11 @@ def binary_missing_library(ctx: Context, r: Rule) -> List[Finding]:
         msg = (f"{b.path}{owner} needs {', '.join(missing)}, which the dynamic loader finds nowhere "
                f"(RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache, default dirs): importing it fails with "
                f"\"{missing[0]}: cannot open shared object file\".")
+        if key is not None and _group_size(ctx, key) > 1:
+            siblings = [x.path.rpartition("/")[2] for x in ctx.snap.binaries.binaries
+                        if _variant_key(x) == key and x is not b]
+            msg += (f" None of its {len(siblings)} other builds of this library ({', '.join(siblings[:4])}"
+                    f"{' ...' if len(siblings) > 4 else ''}), which need other versions of them, loads either.")
         other = _other_cuda(ctx, b, missing)
         if other is not None:
             major, build = other

@@ -43,7 +43,9 @@ STACKS: Dict[str, Stack] = {s.name: s for s in [
                                                     "dlopen:onnxruntime/capi/libonnxruntime_providers_cuda.so"],
           "NVIDIA A100-SXM4-80GB:8.0", ""),
     Stack("cupy-cuda12x", ["cupy-cuda12x"], ["cupy"], "NVIDIA A100-SXM4-80GB:8.0", ""),
-    Stack("vllm", ["vllm"], ["torch", "vllm", "vllm._C"], "NVIDIA A100-SXM4-80GB:8.0", ""),
+    # torchcodec dlopens the build of its core for the FFmpeg it finds (core9 ... core4), at first use
+    Stack("vllm", ["vllm"], ["torch", "vllm", "vllm._C_stable_libtorch", "vllm._moe_C_stable_libtorch", "torchvision",
+                             "torchaudio", "dlopen:torchcodec/libtorchcodec_core4.so"], "NVIDIA A100-SXM4-80GB:8.0", ""),
     # the package index serves paddlepaddle-gpu only up to 2.6.2 (its newer builds are on Paddle's own index)
     Stack("paddlepaddle-gpu", ["paddlepaddle-gpu"], ["paddle"], "NVIDIA A100-SXM4-80GB:8.0", ""),
 ]}
