@@ -38,3 +38,13 @@ def wait_until(cond, within: float) -> bool:
             return True
         time.sleep(0.05)
     return cond()
+
+
+def default_signals() -> None:
+    """preexec_fn: the child starts with the default dispositions of SIGHUP, SIGTERM and SIGINT. A test run under
+    nohup ignores SIGHUP, and envdoctor keeps a signal its caller ignores ignored (as nohup means), which is not
+    what a test of its signal handling starts from."""
+    import signal
+
+    for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_DFL)

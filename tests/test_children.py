@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes import make_exe, wait_until as _wait_for
+from tests.fakes import default_signals, make_exe, wait_until as _wait_for
 from tests.fakes import process_gone as _gone
 
 REPO = Path(__file__).resolve().parents[1]
@@ -26,7 +26,7 @@ def _hanging_smi(tmp_path: Path) -> Path:
 def _start(tmp_path: Path, *args: str) -> subprocess.Popen:
     env = dict(os.environ, PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}", PYTHONPATH=str(REPO))
     return subprocess.Popen([sys.executable, "-m", "envdoctor", *args], env=env, cwd=str(tmp_path),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
 
 
 def _smi_pid(proc: subprocess.Popen, pidfile: Path) -> int:

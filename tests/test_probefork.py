@@ -23,7 +23,7 @@ from envdoctor.probes import binaries
 from envdoctor.snapshot import Snapshot
 
 from .cli_run import one_line_error, run
-from .fakes import FIX, make_exe, process_gone, wait_until, write
+from .fakes import FIX, default_signals, make_exe, process_gone, wait_until, write
 
 REPO = Path(__file__).resolve().parents[1]
 NVCC = FIX / "cuda" / "nvcc_12.5.txt"  # real `nvcc -V` of CUDA 12.5
@@ -440,7 +440,7 @@ def _hanging_smi(tmp_path: Path) -> Tuple[Path, dict]:
 
 def _start(tmp_path: Path, env: dict, *args: str, **popen) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "envdoctor", *args], env=env, cwd=str(tmp_path), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_signals, **popen)
 
 
 def _smi_and_child(proc: subprocess.Popen, info: Path) -> Tuple[int, int]:
