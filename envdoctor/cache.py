@@ -327,9 +327,10 @@ def read(path: Path, top: Optional[Path], limit: int = MAX_ENTRY_BYTES, object_h
 
 
 def discard(path: Path) -> None:
+    """Delete a bad cache file (a file, a link, a FIFO; never a folder or a device node someone put there)."""
     try:
-        if stat.S_ISREG(os.lstat(path).st_mode) or stat.S_ISLNK(os.lstat(path).st_mode) \
-                or stat.S_ISFIFO(os.lstat(path).st_mode):
+        mode = os.lstat(path).st_mode
+        if stat.S_ISREG(mode) or stat.S_ISLNK(mode) or stat.S_ISFIFO(mode):
             os.unlink(path)
     except OSError:
         pass

@@ -180,47 +180,39 @@ class BinaryCache:
 
     def scan(self, path: str, st: Optional[os.stat_result] = None) -> FileScan:
         """scan_file(path), from the cache while the file is unchanged; `st` as elf.file_key takes it."""
+        return self._kept(self.data, path, st, scan_file, count=True)
+
+    def links(self, path: str) -> FileScan:
+        """links_of(path), from the cache while the file is unchanged."""
+        return self._kept(self.links_data, path, None, links_of, count=False)
+
+    def _kept(self, table: Dict[str, dict], path: str, st: Optional[os.stat_result], compute, count: bool) -> FileScan:
+        """compute(path) as `table` keeps it ({real path: {"key": signature, "scan": the answer's to_dict()}}): the
+        kept answer while the file has the same signature, else computed and kept (unless the file changed within
+        the racy window: then no answer is kept for it)."""
         try:
             real, st = file_key(path, st)
         except Unreadable as exc:
             return FileScan(unreadable=str(exc))
         key = cache.sig_of(st)
-        hit = self.data.get(real)
+        hit = table.get(real)
         if isinstance(hit, dict) and hit.get("key") == key and isinstance(hit.get("scan"), dict):
             try:
                 res = FileScan.from_dict(hit["scan"])
-                self.hits += 1
+            except TypeError:
+                pass
+            else:
+                self.hits += count
                 if len(hit["scan"]) == len(_DEFAULTS) and hit["scan"] != res.to_dict():
                     hit["scan"] = res.to_dict()  # a full entry (as asdict writes it): kept compact from now on
                     self.dirty = True
                 return res
-            except TypeError:
-                pass
-        self.misses += 1
-        res = scan_file(path)
+        self.misses += count
+        res = compute(path)
         if self._keep(key):
-            self.data[real] = {"key": key, "scan": res.to_dict()}
+            table[real] = {"key": key, "scan": res.to_dict()}
             self.dirty = True
-        elif self.data.pop(real, None) is not None:
-            self.dirty = True
-        return res
-
-    def links(self, path: str) -> FileScan:
-        """links_of(path), from the cache while the file is unchanged."""
-        try:
-            real, st = file_key(path)
-        except Unreadable as exc:
-            return FileScan(unreadable=str(exc))
-        key = cache.sig_of(st)
-        hit = self.links_data.get(real)
-        if isinstance(hit, dict) and hit.get("key") == key and isinstance(hit.get("scan"), dict):
-            try:
-                return FileScan.from_dict(hit["scan"])
-            except TypeError:
-                pass
-        res = links_of(path)
-        if self._keep(key):
-            self.links_data[real] = {"key": key, "scan": res.to_dict()}
+        elif table.pop(real, None) is not None:
             self.dirty = True
         return res
 
