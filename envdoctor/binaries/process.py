@@ -28,7 +28,6 @@ from envdoctor.binaries.loader import LoaderModel, Needer, Resolved
 MAX_OBJECTS = 4000  # shared objects one simulated import maps, at most
 MAX_METADATA = 4 * 1024 * 1024
 MAX_INIT = 512 * 1024
-_REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _PRELOAD_ROW = re.compile(r"\(\s*\"([A-Za-z0-9_]+)\"\s*,\s*\"(lib[A-Za-z0-9_.*\[\]-]+)\"\s*\)")
 
 Links = Callable[[str], Any]  # local path -> an object with needed/rpath/runpath/soname/machine/elfclass/nodeflib
@@ -36,24 +35,16 @@ Links = Callable[[str], Any]  # local path -> an object with needed/rpath/runpat
 
 def requires(info: str) -> List[str]:
     """The distributions a dist-info's METADATA requires unconditionally or by platform (Requires-Dist lines, not
-    those of an extra), normalised; [] when it cannot be read."""
-    try:
-        with open(os.path.join(info, "METADATA"), "rb") as fh:
-            text = fh.read(MAX_METADATA).decode("utf-8", "replace")
-    except OSError:
-        return []
+    those of an extra), normalised; [] when it cannot be read. Read as the Python helper reads METADATA."""
+    from envdoctor.probes import _pyenv_helper as helper
+
     out: List[str] = []
-    for line in text.split("\n\n", 1)[0].splitlines():
-        if not line.lower().startswith("requires-dist:"):
+    for key, value in helper.parse_headers(_read(os.path.join(info, "METADATA"), MAX_METADATA)):
+        if key != "requires-dist" or "extra" in value.partition(";")[2]:
             continue
-        req, _, marker = line.split(":", 1)[1].partition(";")
-        if "extra" in marker:
-            continue
-        m = _REQ_NAME.match(req)
-        if m:
-            name = re.sub(r"[-_.]+", "-", m.group(1)).lower()
-            if name not in out:
-                out.append(name)
+        name = helper.requirement_name(value)
+        if name and name not in out:
+            out.append(name)
     return out
 
 

@@ -188,6 +188,19 @@ def read_text(path, limit=MAX_FILE):
     return data.decode("utf-8", "replace")
 
 
+_ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+
+def requirement_name(line):
+    """The normalized name a Requires-Dist line requires ("" for garbage): "torch>=2.0; extra == 'x'" -> "torch"
+    (a name is [A-Za-z0-9][A-Za-z0-9._-]*)."""
+    text = line.lstrip()
+    end = 0
+    while end < len(text) and (text[end] in _ALNUM or text[end] in "._-"):
+        end += 1
+    return normalize(text[:end]) if end and text[0] in _ALNUM else ""
+
+
 def parse_headers(text):
     """Headers of a METADATA / PKG-INFO file (RFC 822 style), up to the first blank line."""
     headers = []

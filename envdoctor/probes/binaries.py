@@ -25,6 +25,7 @@ from envdoctor.binaries.loader import LoaderModel, Needer
 from envdoctor.binaries.process import Process
 from envdoctor.binaries.scan import BinaryCache
 from envdoctor.parsers.cuda_version import parse_dist_info_name
+from envdoctor.probes import _pyenv_helper as helper
 from envdoctor.probes.base import ProbeContext, ProbeSkipped, ProbeUnknown
 from envdoctor.probes.toolkits import resolve_path, site_package_dirs
 from envdoctor.snapshot import Binaries, CudaBinary, Evidence, LinkedLibrary, Snapshot, UnreadableBinary
@@ -143,7 +144,7 @@ def _walk_unclaimed(base: str, index: _Index, claimed: Set[str], budget: List[in
 def _process(ctx: ProbeContext, snap: Snapshot, index: _Index, loader: LoaderModel, cache: BinaryCache,
              dirs: List[str]) -> Process:
     versions = {dist: ver for dist, ver in index.owner.values()}
-    frameworks = [f.distribution.lower().replace("_", "-") for f in snap.python.frameworks if f.distribution]
+    frameworks = [helper.normalize(f.distribution) for f in snap.python.frameworks if f.distribution]
     sys_path = [str(ctx.root.path(p)) if not ctx.root.is_live else p for p in snap.python.sys_path if p.startswith("/")]
     return Process(loader, cache.links, ctx.root.display, index.files_of, index.infos, versions, frameworks, dirs,
                    sys_path)

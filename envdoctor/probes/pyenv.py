@@ -302,13 +302,8 @@ def _excerpt(text: str) -> str:
     return out if len(out) <= EXCERPT_MAX else out[:EXCERPT_MAX] + " ..."
 
 
-def _req_name(line: str) -> str:
-    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", line)
-    return helper.normalize(m.group(1)) if m else ""
-
-
 def _relevant_requires(lines: List[str]) -> List[str]:
-    return [ln for ln in lines if helper.relevant(_req_name(ln))]
+    return [ln for ln in lines if helper.relevant(helper.requirement_name(ln))]
 
 
 MAX_RUNTIME_REQUIRES = 64
