@@ -129,14 +129,15 @@ def test_cyclic_and_missing_includes_are_problems_with_file_and_line(here):
     assert str(problems[0]).startswith("b.txt:1: cyclic include: -r a.txt (a.txt -> b.txt -> a.txt)")
     (here / "c.txt").write_text("\n\n-r nothere.txt\n")
     _, problems = _load("c.txt")
-    assert [str(p) for p in problems] == ["c.txt:3: -r nothere.txt: cannot read nothere.txt: no such file"]
+    assert [str(p) for p in problems] == ["c.txt:3: -r nothere.txt: cannot read it: no such file"]
 
 
 def test_broken_requirement_lines(here):
     (here / "r.txt").write_text("numpy\ntorch=2.1.2\ntorch==\ntorchaudio==${UNSET_VAR}\n")
     _, problems = _load("r.txt")
     assert [p.loc.line for p in problems] == [2, 3, 4]
-    assert "invalid requirement 'torch=2.1.2'" in problems[0].message
+    # the quote stops where the requirement stopped making sense: the rest of a line may be anything
+    assert "invalid requirement 'torch…': Expected semicolon" in problems[0].message
     assert "environment variable" in problems[2].message
 
 

@@ -202,10 +202,12 @@ def _split_files():
 
 @pytest.mark.parametrize("resolver", RESOLVERS)
 def test_the_files_extra_index_url_is_given_to_the_resolver(tmp_path, resolver):
+    """An index the file names is contacted once it is allowed (--allow-index): it is neither pip's configured index
+    nor a framework's."""
     main_files, xformers = _split_files()
     with FakeIndex(main_files, serve_wheels=True) as default, FakeIndex(xformers, serve_wheels=True) as extra:
         code, data = gate(tmp_path, resolver, default.url, f"--extra-index-url {extra.url}\nxformers==0.0.20\n",
-                          *PASCAL_470)
+                          *PASCAL_470, "--allow-index", extra.url)
         assert any("xformers" in p for p, _ in extra.requests)
     assert data["inputs"][0]["resolver"].startswith(resolver), data["inputs"][0]["resolver"]
     assert code == 0 and _torch_of(data) == ["2.0.1"]
@@ -248,6 +250,6 @@ def test_a_uv_project_is_resolved_without_pips_configuration(tmp_path):
         code, data = gate(tmp_path, "uv", "", '[project]\nname = "p"\nversion = "0"\nrequires-python = ">=3.9"\n'
                           'dependencies = ["torch", "xformers==0.0.20"]\n\n'
                           f'[[tool.uv.index]]\nname = "main"\nurl = "{idx.url}"\ndefault = true\n', *PASCAL_470,
-                          name="pyproject.toml", pip_conf=str(conf))
+                          "--allow-index", idx.url, name="pyproject.toml", pip_conf=str(conf))
     assert data["inputs"][0]["resolver"].startswith("uv for Python 3.10"), data["inputs"][0]["resolver"]
     assert _torch_of(data) == ["2.0.1"] and code == 0

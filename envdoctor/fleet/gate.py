@@ -5,7 +5,6 @@ The install inputs are read and planned once per configuration (on its represent
 """
 from __future__ import annotations
 
-import os
 from typing import Any, Dict, List, Sequence
 
 from envdoctor.doctor import prepare_judgement
@@ -24,7 +23,8 @@ GATE_SCHEMA = "envdoctor-fleet-gate/1"
 def run(store: Store, files: Sequence[str], where: Dict[str, str], strict: bool = False, only: Sequence[str] = (),
         skip: Sequence[str] = (), fresh: bool = False, pre: bool = False) -> Dict[str, Any]:
     """`envdoctor gate`'s judgement of `files` on each distinct configuration of the nodes selected by `where`."""
-    units, problems = load_inputs(list(files), env=dict(os.environ))
+    # the same reading as gate's (envdoctor/gate/trust.py): no ${VAR} expanded, includes kept in the repository
+    units, problems = load_inputs(list(files), env={})
     if problems:
         input_problems(problems, "text")
     rules, matrices, warnings = prepare_judgement(list(only), list(skip))

@@ -37,6 +37,13 @@ from envdoctor.target_options import python_target
               help="pyproject / uv.lock: judge this dependency group (repeatable).")
 @click.option("--offline", is_flag=True,
               help="Do not ask a resolver (uv, else pip): plan from envdoctor's data only (also when no index answers).")
+@click.option("--allow-index", "allow_index", multiple=True, metavar="URL",
+              help="Let the resolver contact this index (and the URLs under it) when an input names it; pip's "
+                   "configured indexes and the frameworks' own are allowed already (repeatable).")
+@click.option("--env-var", "env_vars", multiple=True, metavar="NAME",
+              help="Expand ${NAME} in the inputs from the environment, as pip would (repeatable; by default none is).")
+@click.option("--allow-outside", is_flag=True,
+              help="Read -r / -c includes and local paths outside the input's repository too.")
 @click.option("--kind", "kind", type=click.Choice(("requirements", "pyproject", "conda", "pylock", "uv.lock")),
               help="Read every FILE as this kind (default: recognised by its content).")
 @click.option("--together", is_flag=True, help="Judge all FILEs as one install (default: each FILE on its own).")
@@ -53,7 +60,7 @@ from envdoctor.target_options import python_target
 def gate(files: Tuple[str, ...], snapshot_file: Optional[str], python_opt: Optional[str], python_version: Optional[str],
          platform: Optional[str], driver: Optional[str], gpus: Tuple[str, ...], cuda: Optional[str], cpu: bool,
          root_dir: Optional[str], timeout: float, extras: Tuple[str, ...], groups: Tuple[str, ...], offline: bool,
-         kind: Optional[str], together: bool, fresh: bool, pre: bool, fmt: str, strict: bool, only: Tuple[str, ...],
+         allow_index: Tuple[str, ...], env_vars: Tuple[str, ...], allow_outside: bool, kind: Optional[str], together: bool, fresh: bool, pre: bool, fmt: str, strict: bool, only: Tuple[str, ...],
          skip: Tuple[str, ...], verbose: bool, output: Optional[str], force_output: bool) -> None:
     """Stop a doomed install before the download: would the torch / tensorflow / jax builds that these
     requirements*.txt / pyproject.toml / environment.yml / pylock.toml / uv.lock files install work on the target?
@@ -70,7 +77,8 @@ def gate(files: Tuple[str, ...], snapshot_file: Optional[str], python_opt: Optio
                       python_version=python_version, cuda=cuda,
                       platform=platform, cpu=cpu, root_dir=root_dir, timeout=timeout, extras=extras, groups=groups,
                       together=together, fresh=fresh, pre=pre, strict=strict, only=split_ids(only),
-                      skip=split_ids(skip), fmt=fmt, offline=offline, kind=kind)
+                      skip=split_ids(skip), fmt=fmt, offline=offline, kind=kind, allow_outside=allow_outside,
+                      env_vars=env_vars, allow_index=allow_index)
     color = use_color(sys.stdout.isatty(), output)
     emit(render(result, fmt, verbose=verbose, color=color, workspace=os.environ.get("GITHUB_WORKSPACE")), output,
          force_output)

@@ -49,9 +49,29 @@ def split_gpus(values: Optional[Iterable[str]]) -> List[str]:
     return out
 
 
+def capped_problems(problems: Sequence[Any]) -> List[Any]:
+    """At most MAX_PROBLEMS_PER_FILE problems of each file (a file that is not an install input would otherwise
+    be printed line by line), then one line counting the rest."""
+    from envdoctor.gate.inputs import InputProblem, Location
+    from envdoctor.gate.trust import MAX_PROBLEMS_PER_FILE
+
+    shown: Dict[str, int] = {}
+    kept: List[Any] = []
+    for p in problems:
+        shown[p.loc.file] = shown.get(p.loc.file, 0) + 1
+        if shown[p.loc.file] <= MAX_PROBLEMS_PER_FILE:
+            kept.append(p)
+    for name, n in shown.items():
+        if n > MAX_PROBLEMS_PER_FILE:
+            kept.append(InputProblem(Location(name), f"{n - MAX_PROBLEMS_PER_FILE} more problems in this file, not "
+                                                     f"shown ({n} in all)"))
+    return kept
+
+
 def input_problems(problems: Sequence[Any], fmt: str) -> NoReturn:
-    """Every malformed-input problem on stderr (and as annotations on stdout for --format github), then BadInput
-    (exit 2) with the last one."""
+    """The malformed-input problems on stderr (and as annotations on stdout for --format github), at most a few per
+    file, then BadInput (exit 2) with the last one."""
+    problems = capped_problems(problems)
     lines = [str(p) for p in problems]
     if fmt == "github":
         from envdoctor.formats.github import annotation  # a format's module only when it is used
@@ -111,10 +131,18 @@ def run_gate(paths: Sequence[str], *, snapshot_file: Optional[str] = None, drive
              groups: Sequence[str] = (), together: bool = False, fresh: bool = False, pre: bool = False,
              strict: bool = False, only: Sequence[str] = (), skip: Sequence[str] = (), fmt: str = "text",
              env: Optional[Dict[str, str]] = None, offline: bool = False, kind: Optional[str] = None,
-             python_version: Optional[str] = None, cuda: Optional[str] = None) -> GateResult:
-    """Read the inputs, build the target, plan and judge each input: a GateResult (BadInput for usage / input)."""
+             python_version: Optional[str] = None, cuda: Optional[str] = None, allow_outside: bool = False,
+             env_vars: Sequence[str] = (), allow_index: Sequence[str] = ()) -> GateResult:
+    """Read the inputs, build the target, plan and judge each input: a GateResult (BadInput for usage / input).
+    The inputs may be someone else's (envdoctor/gate/trust.py): includes stay in the repository unless
+    ``allow_outside``, ``${VAR}`` expands only the ``env_vars`` named, and the resolver contacts only allowed
+    indexes (pip's, the frameworks', ``allow_index``)."""
+    from envdoctor.gate.trust import Guard, IndexPolicy, expandable_env
+
     environ = dict(os.environ) if env is None else env
-    units, problems = load_inputs(paths, env=environ, kinds=sniff_kinds(paths, kind))
+    guard = Guard(allow_outside=allow_outside)
+    units, problems = load_inputs(paths, env=expandable_env(environ, env_vars), kinds=sniff_kinds(paths, kind),
+                                  guard=guard)
     if problems:
         input_problems(problems, fmt)
     selected = [("extra", canonicalize_name(x)) for x in extras] + [("group", canonicalize_name(g)) for g in groups]
@@ -132,8 +160,10 @@ def run_gate(paths: Sequence[str], *, snapshot_file: Optional[str] = None, drive
     if together and len(units) > 1:
         units = [merge_units(units)]
     results = []
+    policy = None if offline else IndexPolicy.for_run(environ, allow_index)
     for unit in units:
-        plan = plan_for_target(unit, snap, matrices, selected=selected, pre=pre, offline=offline, env=environ)
+        plan = plan_for_target(unit, snap, matrices, selected=selected, pre=pre, offline=offline, env=environ,
+                               policy=policy, guard=guard)
         _over, located = judge(plan, snap, matrices, rules, fresh=fresh)
         results.append(UnitResult(plan, located))
     return GateResult(target=describe_target(snap, source), target_source=source, units=results, rules=rules,

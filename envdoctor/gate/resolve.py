@@ -187,12 +187,21 @@ def resolver_input(unit: InputUnit, reqs: Sequence[InputRequirement]) -> Tuple[s
         if r.conda:
             continue
         why = _is_wheel_or_build(r)
+        if not why and "${" in (r.raw or "") + (r.marker or ""):
+            # pip and uv expand ${VAR} in a requirements file themselves: a variable gate did not expand never
+            # reaches them
+            why = "it names an environment variable gate does not expand (--env-var NAME)"
         if why:
             left.append((r, why))
             continue
         text = r.label + (f"; {r.marker}" if r.marker else "")
         (cons if r.constraint else lines).append(text)
     return "\n".join(lines) + "\n", "\n".join(cons) + ("\n" if cons else ""), left
+
+
+def _uv_project(unit: InputUnit) -> bool:
+    """Is the input a uv project, given to uv itself (its [tool.uv] indexes and sources are uv's to read)?"""
+    return unit.kind == "pyproject" and bool(unit.sources or any(o.kind == "uv-index" for o in unit.indexes))
 
 
 def _local_to(url: str, written_in: str) -> str:
@@ -249,7 +258,7 @@ def resolve_unit(unit: InputUnit, reqs: Sequence[InputRequirement], *, python: s
                 fh.write(cons)
         if tool == "uv":
             src = [req_file]
-            if unit.kind == "pyproject" and (unit.sources or any(o.kind == "uv-index" for o in unit.indexes)):
+            if _uv_project(unit):
                 src = [os.path.abspath(unit.path)] + [f"--{k}={n}" for k, n in selected if k in ("extra", "group")]
             argv = prefix + src + ["--python-version", python, "--no-build", "--no-header", "--emit-index-annotation",
                                    "--no-config", "--no-python-downloads", "--python", sys.executable,
@@ -431,10 +440,10 @@ def _target_text(python: str, platform: Optional[str], glibc: str, tool: str) ->
 
 
 def plan_for_target(unit: InputUnit, snap, matrices, *, selected: Sequence[Tuple[str, str]] = (), pre: bool = False,
-                    offline: bool = False, env: Optional[Mapping[str, str]] = None):
+                    offline: bool = False, env: Optional[Mapping[str, str]] = None, policy=None, guard=None):
     """The Plan of one input: what the resolver installs on the target (judged as the planner judges a lock file),
-    or, with ``offline`` / no resolver / no index reachable, the data-only planner's plan with what it could not
-    resolve listed as not judged."""
+    or, with ``offline`` / no resolver / no index reachable / an index the ``policy`` does not allow
+    (envdoctor/gate/trust.py), the data-only planner's plan with what it could not resolve listed as not judged."""
     import time
 
     from envdoctor.gate.plan import Problem, family_of, plan_unit
@@ -453,6 +462,10 @@ def plan_for_target(unit: InputUnit, snap, matrices, *, selected: Sequence[Tuple
                        "conda": "conda's solver is not run"}.get(unit.kind, unit.kind)
     elif not python:
         why_offline = "the target's Python is not known (state --python 3.X)"
+    elif refused := _refused(unit, policy, guard, env):
+        why_offline = "the input names a place gate may not contact"
+        for loc, why in refused:
+            base.not_judged.append((loc, f"not judged: {why}"))
     else:
         reqs = _requirements_for(unit, selected)
         res = resolve_unit(unit, reqs, python=python, platform=t.platform if not t.wsl else "wsl2",
@@ -500,6 +513,15 @@ def plan_for_target(unit: InputUnit, snap, matrices, *, selected: Sequence[Tuple
         if not any(loc == str(r.loc) for loc, _ in plan.not_judged) and not (r.url and r.wheel_tags):
             plan.not_judged.append((str(r.loc), f"{r.raw}: {why}"))
     return plan
+
+
+def _refused(unit: InputUnit, policy, guard, env: Optional[Mapping[str, str]]) -> List[Tuple[str, str]]:
+    """(file:line, why) of each place the input would make the resolver contact that is not allowed."""
+    from envdoctor.gate.trust import IndexPolicy, refused_contacts
+
+    if policy is None:
+        policy = IndexPolicy.for_run(dict(os.environ if env is None else env))
+    return refused_contacts(unit, policy, guard, uv_project=_uv_project(unit))
 
 
 def _first(text: str) -> str:

@@ -18,10 +18,21 @@ import sys
 from typing import Any, Optional, Tuple
 
 from envdoctor.gate.inputs import KINDS, input_kind
+from envdoctor.gate.trust import MAX_TOTAL_BYTES
 
 _TOML_TABLE = re.compile(r"^\s*\[{1,2}\s*[A-Za-z0-9_.\-\"']+\s*\]{1,2}\s*(#.*)?$", re.M)
 _YAML_TOP = re.compile(r"^(dependencies|channels)\s*:\s*(#.*)?$", re.M)
 _REQUIRES_PYTHON = re.compile(r"^[ \t]*requires-python[ \t]*=", re.M)
+
+
+def _json(text: str) -> bool:
+    import json
+
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def _toml(text: str) -> Optional[dict]:
@@ -38,7 +49,12 @@ def _toml(text: str) -> Optional[dict]:
 
 
 def kind_of(path: str, text: str) -> str:
-    """requirements | pyproject | conda | pylock | uv.lock, from the content (the name when the content is silent)."""
+    """requirements | pyproject | conda | pylock | uv.lock, from the content (the name when the content is silent);
+    json for a JSON document (a snapshot or a report handed over by mistake: no install input is JSON)."""
+    if len(text) > MAX_TOTAL_BYTES:
+        return input_kind(path)  # over the budget of a run: refused by the reader, not parsed here
+    if text.lstrip()[:1] in ("{", "[") and _json(text):
+        return "json"
     data = _toml(text)
     if data is not None:
         if "lock-version" in data and isinstance(data.get("packages"), list):

@@ -37,6 +37,7 @@ from envdoctor.gate.inputs.requirements import (_RequirementsLoader, logical_lin
 from envdoctor.gate.inputs.toml_lines import json_quote
 from envdoctor.gate.inputs.uvlock import parse_uv_lock
 from envdoctor.gate.inputs.yamlsubset import YamlError, YNode, _YamlSubset, read_yaml
+from envdoctor.gate.trust import Guard
 
 __all__ = [
     "KINDS",
@@ -91,14 +92,24 @@ def input_kind(path: str) -> str:
 
 def load_inputs(paths: Sequence[str], env: Optional[Mapping[str, str]] = None,
                 read: Reader = read_text_file,
-                kinds: Optional[Mapping[str, str]] = None) -> Tuple[List[InputUnit], List[InputProblem]]:
+                kinds: Optional[Mapping[str, str]] = None,
+                guard: Optional[Guard] = None) -> Tuple[List[InputUnit], List[InputProblem]]:
     """One InputUnit per named file (its includes folded in), and every problem found, each with file:line.
-    ``kinds``: the kind of each path (gate/sniff.py reads it from the content); by default from the name."""
+    ``kinds``: the kind of each path (gate/sniff.py reads it from the content); by default from the name.
+    ``env``: the variables ``${VAR}`` may expand to (gate passes only those the user named).  ``guard``
+    (envdoctor/gate/trust.py): where includes may be read from, and the byte / line budget of all reads together."""
     units: List[InputUnit] = []
     problems: List[InputProblem] = []
+    guard = guard or Guard()
+    read = guard.reader(read)
     for path in paths:
         kind = (kinds or {}).get(path) or input_kind(path)
         unit = InputUnit(path=path, kind=kind)
+        outside = guard.top_outside(path)
+        if outside:
+            problems.append(InputProblem(Location(path), f"not read: a symbolic link, and {outside}"))
+            units.append(unit)
+            continue
         try:
             text = read(path)
         except (OSError, ValueError) as exc:
@@ -106,12 +117,15 @@ def load_inputs(paths: Sequence[str], env: Optional[Mapping[str, str]] = None,
             units.append(unit)
             continue
         unit.files.append(path)
-        if kind == "requirements":
-            _RequirementsLoader(unit, problems, env or {}, read).load(path, text)
+        if kind == "json":
+            problems.append(InputProblem(Location(path), "it is JSON, not an install input (a saved snapshot is the "
+                                                         "target: --snapshot FILE)"))
+        elif kind == "requirements":
+            _RequirementsLoader(unit, problems, env or {}, read, guard).load(path, text)
         elif kind == "pyproject":
             parse_pyproject(text, path, unit, problems)
         elif kind == "conda":
-            parse_conda_env(text, path, unit, problems, env or {}, read)
+            parse_conda_env(text, path, unit, problems, env or {}, read, guard)
         elif kind == "pylock":
             parse_pylock(text, path, unit, problems)
         else:

@@ -11,6 +11,7 @@ from packaging.utils import canonicalize_name
 from envdoctor.gate.inputs.interface import (InputProblem, InputRequirement, InputUnit, Location, Reader, long_number,
                                              read_text_file)
 from envdoctor.gate.inputs.requirements import _RequirementsLoader
+from envdoctor.gate.trust import Guard, quote_token
 from envdoctor.gate.inputs.yamlsubset import YamlError, YNode, read_yaml
 
 
@@ -25,7 +26,7 @@ def parse_conda_spec(text: str, loc: Location) -> Tuple[Optional[InputRequiremen
         return None, too_long
     mm = _CONDA_SPEC.match(text.strip())
     if not mm:
-        return None, f"invalid conda package spec {text[:200]!r}"
+        return None, f"invalid conda package spec {quote_token(text)}"
     name = canonicalize_name(mm.group("name"))
     rest = mm.group("rest").strip()
     build = None
@@ -58,13 +59,14 @@ def parse_conda_spec(text: str, loc: Location) -> Tuple[Optional[InputRequiremen
 
             SpecifierSet(spec)
         except Exception:  # noqa: BLE001
-            return None, f"cannot read the version in conda package spec {text!r}"
+            return None, f"cannot read the version in conda package spec {quote_token(text)}"
     return InputRequirement(name=name, raw=text, loc=loc, specifier=spec, conda=True, conda_build=build,
                             conda_channel=mm.group("channel")), None
 
 
 def parse_conda_env(text: str, display: str, unit: InputUnit, problems: List[InputProblem],
-                    env: Optional[Mapping[str, str]] = None, read: Reader = read_text_file) -> None:
+                    env: Optional[Mapping[str, str]] = None, read: Reader = read_text_file,
+                    guard: Optional[Guard] = None) -> None:
     try:
         root = read_yaml(text)
     except YamlError as exc:
@@ -114,15 +116,15 @@ def parse_conda_env(text: str, display: str, unit: InputUnit, problems: List[Inp
                     problems.append(InputProblem(Location(display, sub.line), "the pip: section must be a list of "
                                                                               "requirement lines"))
                     continue
-                _pip_section(sub.value, display, unit, problems, env or {}, read)
+                _pip_section(sub.value, display, unit, problems, env or {}, read, guard)
         elif item.kind != "null":
             problems.append(InputProblem(loc, "a dependency must be a package spec or a 'pip:' list"))
 
 
 def _pip_section(items: List[YNode], display: str, unit: InputUnit, problems: List[InputProblem],
-                 env: Mapping[str, str], read: Reader) -> None:
+                 env: Mapping[str, str], read: Reader, guard: Optional[Guard] = None) -> None:
     """conda writes the pip: list to a requirements file next to environment.yml and runs pip on it."""
-    loader = _RequirementsLoader(unit, problems, env, read)
+    loader = _RequirementsLoader(unit, problems, env, read, guard)
     loader.stack.append(os.path.realpath(display))
     for x in items:
         loader._line(display, x.line, str(x.value), False, ("pip", ""))

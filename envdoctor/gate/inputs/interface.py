@@ -95,6 +95,7 @@ class InputUnit:
     extras: List[str] = field(default_factory=list)  # optional-dependency names defined
     groups: List[str] = field(default_factory=list)  # dependency-group names defined
     notes: List[str] = field(default_factory=list)  # what was assumed or skipped while reading
+    uv_urls: List[str] = field(default_factory=list)  # every URL under a pyproject's [tool.uv]
 
 
 Reader = Callable[[str], str]
@@ -119,4 +120,7 @@ def long_number(text: str) -> Optional[str]:
     mm = _LONG_DIGITS.search(text)
     if mm is None:
         return None
-    return f"a number with {len(mm.group(0))} digits in {text[:40]!r}... (versions have at most {MAX_VERSION_DIGITS})"
+    from envdoctor.gate.trust import quote_token
+
+    return (f"a number with {len(mm.group(0))} digits in {quote_token(text, mm.start())} (versions have at most "
+            f"{MAX_VERSION_DIGITS})")

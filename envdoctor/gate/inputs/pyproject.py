@@ -9,6 +9,7 @@ from packaging.utils import canonicalize_name
 from envdoctor.gate.inputs.interface import MAX_INCLUDE_DEPTH, IndexOption, InputProblem, InputUnit, Location
 from envdoctor.gate.inputs.requirements import parse_requirement_text
 from envdoctor.gate.inputs.toml_lines import _LineFinder, _str_list, _toml_loads
+from envdoctor.gate.trust import quote_token
 
 # --------------------------------------------------------------------------- pyproject.toml
 
@@ -82,7 +83,7 @@ def _expand_group(key: str, groups: Dict[str, Tuple[str, Any]], stack: List[str]
         elif isinstance(item, dict) and set(item) == {"include-group"} and isinstance(item["include-group"], str):
             out.extend(_expand_group(canonicalize_name(item["include-group"]), groups, stack + [key], loc, problems))
         else:
-            problems.append(InputProblem(loc, f"dependency group {name!r}: {item!r} is neither a requirement string "
+            problems.append(InputProblem(loc, f"dependency group {name!r}: {quote_token(str(item))} is neither a requirement string "
                                               f"nor {{include-group = \"...\"}}"))
     return out
 
@@ -119,6 +120,7 @@ def _uv_settings(data: dict, display: str, lf: _LineFinder, unit: InputUnit, pro
         for v in vals:
             if isinstance(v, str):
                 unit.indexes.append(IndexOption(key, v, Location(display, lf.literal(v, 0))))
+    unit.uv_urls = _urls_in(uv)  # uv reads all of [tool.uv]: gate checks every place it would contact
     if any(o.kind == "uv-index" for o in unit.indexes) or "sources" in uv:
         unit.strategy = "first-index"
     sources = uv.get("sources", {})
@@ -141,3 +143,16 @@ def _uv_settings(data: dict, display: str, lf: _LineFinder, unit: InputUnit, pro
                         items.append(("group", canonicalize_name(item["group"])))
             if items:
                 unit.conflicts.append(items)
+
+
+def _urls_in(value, depth: int = 0) -> List[str]:
+    """Every string holding "://" in a TOML value (nesting bounded)."""
+    if depth > 20:
+        return []
+    if isinstance(value, str):
+        return [value] if "://" in value else []
+    if isinstance(value, dict):
+        return [u for v in value.values() for u in _urls_in(v, depth + 1)]
+    if isinstance(value, list):
+        return [u for v in value for u in _urls_in(v, depth + 1)]
+    return []

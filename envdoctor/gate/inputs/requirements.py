@@ -11,6 +11,7 @@ from urllib.parse import unquote, urlparse
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
+from envdoctor.gate.trust import Guard, quote_token
 from envdoctor.gate.inputs.interface import (MAX_INCLUDE_DEPTH, IndexOption, InputProblem, InputRequirement, InputUnit,
                                              Location, Reader, _why, long_number)
 
@@ -67,8 +68,17 @@ def logical_lines(text: str) -> List[Tuple[int, str]]:
     return out
 
 
-def _expand_env(line: str, env: Mapping[str, str]) -> str:
-    return _ENV_VAR.sub(lambda mm: env.get(mm.group("name"), mm.group(0)), line)
+def _expand_env(line: str, env: Mapping[str, str], unexpanded: Optional[List[str]] = None) -> str:
+    """pip's ${VAR} expansion, from ``env`` only (gate hands it just the variables the user named); the names left
+    unexpanded are added to ``unexpanded``."""
+    def one(mm) -> str:
+        name = mm.group("name")
+        if name in env:
+            return env[name]
+        if unexpanded is not None and name not in unexpanded:
+            unexpanded.append(name)
+        return mm.group(0)
+    return _ENV_VAR.sub(one, line)
 
 
 def _break_args_options(line: str) -> Tuple[str, str]:
@@ -111,7 +121,7 @@ def parse_options(text: str) -> Tuple[List[Tuple[str, str, Optional[str]]], Opti
         tok = tokens[i]
         hit = _match_option(tok)
         if hit is None:
-            return out, f"pip does not accept {tok!r} in a requirements file"
+            return out, f"pip does not accept {quote_token(tok)} in a requirements file"
         spelling, canon, value = hit
         takes = _PIP_OPTIONS[spelling][1]
         if takes and value is None:
@@ -156,7 +166,7 @@ def _wheel_or_problem(url: str) -> Tuple[Optional[Tuple[str, str, Tuple[str, ...
     try:
         return wheel_info(url), None
     except ValueError as exc:
-        return None, f"invalid URL {url[:80]!r}: {exc}"
+        return None, f"invalid URL {quote_token(url)}: {str(exc)[:120]}"
 
 
 def parse_requirement_text(text: str, loc: Location) -> Tuple[Optional[InputRequirement], Optional[str]]:
@@ -180,9 +190,9 @@ def parse_requirement_text(text: str, loc: Location) -> Tuple[Optional[InputRequ
     try:
         req = Requirement(text)
     except InvalidRequirement as exc:
-        return None, f"invalid requirement {text[:200]!r}: {str(exc).splitlines()[0][:200]}"
-    except ValueError as exc:  # a URL packaging cannot parse
-        return None, f"invalid requirement {text[:200]!r}: {str(exc)[:200]}"
+        return None, f"invalid requirement {quote_token(text, _stopped_at(exc))}: {str(exc).splitlines()[0][:200]}"
+    except ValueError:  # a URL packaging cannot parse (its message quotes the URL)
+        return None, f"invalid requirement {quote_token(text)}: a URL that cannot be parsed"
     r = InputRequirement(name=canonicalize_name(req.name), raw=text, loc=loc,
                          extras=tuple(sorted(canonicalize_name(x) for x in req.extras)),
                          specifier=str(req.specifier), marker=str(req.marker) if req.marker is not None else None)
@@ -197,15 +207,33 @@ def parse_requirement_text(text: str, loc: Location) -> Tuple[Optional[InputRequ
     return r, None
 
 
+def _stopped_at(exc: Exception) -> Optional[int]:
+    """Where packaging stopped reading a requirement (its message marks the column with ``^`` under the text)."""
+    lines = str(exc).splitlines()
+    if len(lines) >= 3 and "^" in lines[-1]:
+        indent = len(lines[-2]) - len(lines[-2].lstrip())
+        return max(lines[-1].index("^") - indent, 0)
+    return None
+
+
+def _shown(path: str) -> str:
+    """A path an input names, as printed: control characters dropped, at most 80 characters."""
+    clean = "".join(ch for ch in path if ch.isprintable())
+    return clean if len(clean) <= 80 else clean[:80] + "…"
+
+
 class _RequirementsLoader:
     """Reads a requirements file and its -r / -c includes (relative to the including file, cycles refused)."""
 
-    def __init__(self, unit: InputUnit, problems: List[InputProblem], env: Mapping[str, str], read: Reader) -> None:
+    def __init__(self, unit: InputUnit, problems: List[InputProblem], env: Mapping[str, str], read: Reader,
+                 guard: Optional[Guard] = None) -> None:
         self.unit = unit
         self.problems = problems
         self.env = env
         self.read = read
+        self.guard = guard or Guard()
         self.stack: List[str] = []
+        self.unexpanded: List[str] = []
 
     def load(self, display: str, text: str, constraint: bool = False, group: Optional[Tuple[str, str]] = None) -> None:
         real = os.path.realpath(display)
@@ -215,13 +243,17 @@ class _RequirementsLoader:
                 self._line(display, n, line, constraint, group)
         finally:
             self.stack.pop()
+        if not self.stack and self.unexpanded:
+            names = ", ".join("${%s}" % n for n in self.unexpanded[:5]) + (" …" if len(self.unexpanded) > 5 else "")
+            self.unit.notes.append(f"{display}: {names} not expanded: gate expands only the environment variables "
+                                   f"named with --env-var NAME (pip would expand them)")
 
     def _line(self, display: str, n: int, line: str, constraint: bool, group) -> None:
         loc = Location(display, n)
         line = _COMMENT.sub("", line).strip()
         if not line:
             return
-        line = _expand_env(line, self.env)
+        line = _expand_env(line, self.env, self.unexpanded)
         args, opts_text = _break_args_options(line)
         opts, err = parse_options(opts_text) if opts_text else ([], None)
         if err:
@@ -231,7 +263,7 @@ class _RequirementsLoader:
             req, perr = parse_requirement_text(args, loc)
             if perr:
                 if "${" in args:
-                    perr += " (an environment variable in it is not set)"
+                    perr += " (an environment variable in it is not expanded: --env-var NAME expands it)"
                 self.problems.append(InputProblem(loc, perr))
                 return
             if req is None:
@@ -255,15 +287,19 @@ class _RequirementsLoader:
             self.problems.append(InputProblem(loc, f"{spelling}: the file name contains a NUL byte"))
             return
         if "://" in target:
-            self.unit.notes.append(f"{loc}: {spelling} {target} not read (envdoctor gate works offline)")
+            self.unit.notes.append(f"{loc}: {spelling} {_shown(target)} not read (gate reads no remote file)")
             return
         base = os.path.dirname(display)
         child = os.path.normpath(os.path.join(base, target)) if not os.path.isabs(target) else target
+        outside = self.guard.outside(child, self.unit.path)
+        if outside:
+            self.problems.append(InputProblem(loc, f"{spelling} {_shown(target)}: not read: {outside}"))
+            return
         real = os.path.realpath(child)
         if real in self.stack:
             cycle = self.stack[self.stack.index(real):] + [real]
             chain = " -> ".join(os.path.relpath(p) for p in cycle)
-            self.problems.append(InputProblem(loc, f"cyclic include: {spelling} {target} ({chain})"))
+            self.problems.append(InputProblem(loc, f"cyclic include: {spelling} {_shown(target)} ({chain})"))
             return
         if len(self.stack) >= MAX_INCLUDE_DEPTH:
             self.problems.append(InputProblem(loc, f"includes nested deeper than {MAX_INCLUDE_DEPTH} files"))
@@ -271,7 +307,7 @@ class _RequirementsLoader:
         try:
             text = self.read(child)
         except (OSError, ValueError) as exc:
-            self.problems.append(InputProblem(loc, f"{spelling} {target}: cannot read {child}: {_why(exc)}"))
+            self.problems.append(InputProblem(loc, f"{spelling} {_shown(target)}: cannot read it: {_why(exc)}"))
             return
         if child not in self.unit.files:
             self.unit.files.append(child)

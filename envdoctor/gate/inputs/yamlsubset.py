@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Tuple
 
 from envdoctor.gate.inputs.interface import MAX_YAML_DEPTH
+from envdoctor.gate.trust import quote_token
 
 
 class YamlError(ValueError):
@@ -74,7 +75,7 @@ class _YamlSubset:
         node = self.block(self.lines[0][1])
         if self.i < len(self.lines):
             n, _ind, s = self.lines[self.i]
-            raise YamlError(n, f"unexpected indentation or content {s[:40]!r}")
+            raise YamlError(n, f"unexpected indentation or content {quote_token(s)}")
         return node
 
     @staticmethod
@@ -154,12 +155,12 @@ class _YamlSubset:
             if not mm:
                 if self._is_item(s):
                     raise YamlError(n, "a sequence entry where a 'key: value' line was expected")
-                raise YamlError(n, f"expected 'key: value', found {s[:40]!r}")
+                raise YamlError(n, f"expected 'key: value', found {quote_token(s)}")
             key = mm.group("dq") if mm.group("dq") is not None else (
                 mm.group("sq").replace("''", "'") if mm.group("sq") is not None else mm.group("plain").strip())
             rest = mm.group("rest").strip()
             if key in out:
-                raise YamlError(n, f"duplicate key {key!r}")
+                raise YamlError(n, f"duplicate key {quote_token(key)}")
             self.i += 1
             if rest:
                 value = self.scalar(rest, n)
