@@ -162,6 +162,28 @@ def redact_findings(report: Any, snap: Any) -> None:
         for f in report.findings]
 
 
+# The files that state a project's environment, in the order the SARIF location prefers them (docs/report.md).
+ENVIRONMENT_FILES = ("envdoctor.toml", "pyproject.toml", "requirements.txt", "environment.yml", "environment.yaml",
+                     "uv.lock", "pylock.toml", "setup.cfg", "setup.py")
+ENVIRONMENT_FALLBACK = "envdoctor.toml"
+
+
+def environment_file(snapshot_file: Optional[str], folder: str = ".") -> str:
+    """The file a finding of check is reported against where a tool needs a file (SARIF for code scanning): the
+    --snapshot FILE judged, else the first of ENVIRONMENT_FILES in ``folder`` (then any requirements*.txt there), else
+    ENVIRONMENT_FALLBACK, where envdoctor's own settings would state what the environment must be."""
+    if snapshot_file and snapshot_file != "-":
+        return snapshot_file
+    for name in ENVIRONMENT_FILES:
+        if os.path.isfile(os.path.join(folder, name)):
+            return name
+    try:
+        reqs = sorted(n for n in os.listdir(folder) if n.startswith("requirements") and n.endswith(".txt"))
+    except OSError:
+        reqs = []
+    return next((n for n in reqs if os.path.isfile(os.path.join(folder, n))), ENVIRONMENT_FALLBACK)
+
+
 def findings_document(report: Any, snap: Any, rules: List[Any], *, strict: bool, redact: bool) -> Any:
     """The report as the formats read it (envdoctor.formats.interface.FindingsDoc), redacted unless not `redact`."""
     from envdoctor.formats.interface import from_report

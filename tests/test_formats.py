@@ -115,9 +115,84 @@ def test_check_sarif_is_valid_and_machine_findings_have_logical_locations(capsys
     assert rule["name"] == "driver-too-old" and rule["shortDescription"]["text"] and rule["help"]["text"]
     assert rule["defaultConfiguration"]["level"] == "error"
     (loc,) = ed100["locations"]
-    assert "physicalLocation" not in loc and loc["logicalLocations"][0]["name"] == "driver"
+    assert loc["logicalLocations"][0]["name"] == "driver"
+    # the machine's finding is reported at the file that states the environment: here the snapshot judged
+    assert loc["physicalLocation"]["artifactLocation"]["uri"].endswith("snap.json")
     assert "torch 2.1.2+cu121" in ed100["message"]["text"] and "\nFix: " in ed100["message"]["text"]
     assert run["invocations"][0]["exitCode"] == rc == 1
+
+
+def github_refusals(log) -> list:
+    """What GitHub code scanning's upload refuses or drops, per "SARIF support for code scanning" (docs.github.com,
+    code-security/reference/code-scanning/sarif-files/sarif-support-for-code-scanning: required properties and the
+    upload limits) and the errors upload-sarif reports ("locationFromSarifResult: expected artifact location",
+    "unrecognized SARIF location URI scheme")."""
+    from urllib.parse import urlparse
+
+    out = []
+    if log.get("version") != "2.1.0":
+        out.append("version is not 2.1.0")
+    for run in log.get("runs", []):
+        driver = run.get("tool", {}).get("driver", {})
+        if not driver.get("name"):
+            out.append("tool.driver.name missing")
+        rules = driver.get("rules", [])
+        if len(rules) > 25_000 or len({r.get("id") for r in rules}) != len(rules):
+            out.append("rules: more than 25,000 or ids not unique")
+        for r in rules:
+            if not r.get("id") or len(r.get("properties", {}).get("tags", [])) > 20:
+                out.append(f"rule {r.get('id')}: no id or more than 20 tags")
+        results = run.get("results", [])
+        if len(results) > 25_000:
+            out.append("more than 25,000 results")
+        for res in results:
+            rid = res.get("ruleId")
+            if not rid or not res.get("message", {}).get("text"):
+                out.append(f"{rid}: ruleId or message.text missing")
+            locs = res.get("locations") or []
+            if not locs or len(locs) > 1000:
+                out.append(f"{rid}: no location (or more than 1,000)")
+            for loc in locs:
+                art = loc.get("physicalLocation", {}).get("artifactLocation", {})
+                uri = art.get("uri") or ""
+                if not uri:
+                    out.append(f"{rid}: expected artifact location")
+                elif urlparse(uri).scheme not in ("", "file"):
+                    out.append(f"{rid}: unrecognized SARIF location URI scheme in {uri}")
+                region = loc.get("physicalLocation", {}).get("region")
+                if region is not None and int(region.get("startLine", 0)) < 1:
+                    out.append(f"{rid}: region.startLine below 1")
+    return out
+
+
+@pytest.mark.parametrize("where", ["snapshot", "project", "bare"])
+def test_check_sarif_has_a_location_github_accepts(capsys, tmp_path, monkeypatch, old_driver_snapshot, where):
+    """Every result of check's SARIF carries a file of the checkout: the --snapshot judged, else the project's file
+    that states the environment, else envdoctor.toml (docs/report.md)."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(project))
+    if where == "project":
+        (project / "requirements-gpu.txt").write_text("torch\n")
+    snap = old_driver_snapshot
+    if where != "snapshot":  # the same machine, not named as a file: a live probe reads no snapshot
+        monkeypatch.setattr("envdoctor.doctor.obtain_snapshot",
+                            lambda *a, **k: __import__("envdoctor.snapshot_io", fromlist=["x"]).load_snapshot(str(snap)))
+        args = ["check", "--format", "sarif"]
+    else:
+        (project / "node.json").write_bytes(snap.read_bytes())
+        args = ["check", "--snapshot", "node.json", "--format", "sarif"]
+    rc, out, _ = cli(args, capsys)
+    log = json.loads(out)
+    assert rc == 1 and not list(sarif_validator().iter_errors(log))
+    assert github_refusals(log) == []
+    uris = {loc["physicalLocation"]["artifactLocation"]["uri"] for r in log["runs"][0]["results"]
+            for loc in r["locations"]}
+    assert uris == {{"snapshot": "node.json", "project": "requirements-gpu.txt", "bare": "envdoctor.toml"}[where]}
+    # the checker itself: a result with only a logical location is what GitHub refused
+    log["runs"][0]["results"][0]["locations"] = [{"logicalLocations": [{"name": "driver"}]}]
+    assert github_refusals(log) == [f"{log['runs'][0]['results'][0]['ruleId']}: expected artifact location"]
 
 
 def test_gate_sarif_points_at_the_requirements_line(capsys, tmp_path, monkeypatch):
@@ -134,6 +209,7 @@ def test_gate_sarif_points_at_the_requirements_line(capsys, tmp_path, monkeypatc
     assert phys["artifactLocation"] == {"uri": "rise-gen/requirements_cu121.txt", "uriBaseId": "%SRCROOT%"}
     assert phys["region"] == {"startLine": 10}
     assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == workspace.as_uri() + "/"
+    assert github_refusals(log) == []
     for r in run["results"]:  # every result names its rule, and every gate result is at the input file
         assert run["tool"]["driver"]["rules"][r["ruleIndex"]]["id"] == r["ruleId"]
         assert r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith("requirements_cu121.txt")

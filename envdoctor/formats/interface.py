@@ -62,6 +62,7 @@ class FindingsDoc:
     snapshot: Optional[Snapshot] = None  # check: the machine judged (redacted); gate: the target
     snapshot_dict: Optional[Dict[str, Any]] = None  # check: the snapshot as JSON and Markdown embed it
     extra: Dict[str, Any] = field(default_factory=dict)  # check --smoke: {"smoke": results}
+    artifact: str = ""  # check: the file that states the environment judged (SARIF's physical location)
 
     @property
     def machine(self) -> Snapshot:

@@ -5,7 +5,10 @@ description, rationale as the full one, rationale + example + references as the 
 default level); each finding is a result with its ruleId/ruleIndex, level (error, warning, note; ok: none) and
 message (with the fix steps). A gate finding's locations are the requirements-file lines it is about (the input
 file without a region when it is about the target as a whole); a machine finding of check has a logical location
-(the machine's area it is about), no file. The invocation records the exit code.
+(the machine's area it is about) and, because GitHub code scanning refuses a result without a file, a physical one:
+the file that states the environment (``FindingsDoc.artifact``: the --snapshot FILE, else the project's
+envdoctor.toml / pyproject.toml / requirements file ..., else envdoctor.toml; envdoctor.doctor.environment_file).
+The invocation records the exit code.
 """
 from __future__ import annotations
 
@@ -75,9 +78,11 @@ def _result(doc: FindingsDoc, section: str, x: Item, index: Dict[str, int], work
         res["locations"] = [_physical(loc.file, loc.line, workspace) for loc in x.locations]
     elif section:  # gate: about the target as a whole, reported against the input file
         res["locations"] = [_physical(section, 0, workspace)]
-    else:  # check: the machine's area
+    else:  # check: the machine's area, at the file that states the environment
         qualified = "machine/" + f.area + (f"/{f.subject}" if f.subject else "")
-        res["locations"] = [{"logicalLocations": [{"name": f.area, "kind": "resource", "fullyQualifiedName": qualified}]}]
+        loc = _physical(doc.artifact or "envdoctor.toml", 0, workspace)
+        loc["logicalLocations"] = [{"name": f.area, "kind": "resource", "fullyQualifiedName": qualified}]
+        res["locations"] = [loc]
     res["properties"] = {"severity": f.severity, "title": f.title, "area": f.area, "subject": f.subject,
                          "fix": list(f.fix), "consequences": list(f.consequences),
                          "evidence": [{"fact": e.fact, "value": e.value, "source": e.source} for e in f.evidence]}
