@@ -22,6 +22,7 @@ import click
 from envdoctor import __version__, cli_spec
 from envdoctor.cli_options import spec_options
 from envdoctor.entry import Aborted, main, say  # noqa: F401 - main: `envdoctor.cli:main` and in-process callers
+from envdoctor.emit import write_stdout
 from envdoctor.errors import EXIT_USAGE
 
 
@@ -102,6 +103,15 @@ def probe(**params: Any) -> None:
     commands_run.probe(**params)
 
 
+def _usage_message(exc: click.UsageError) -> str:
+    """click's message, with the options it suggests for a misspelt one in the order of likeness (click sorts them
+    by name, so '--formt' offered '--force' first)."""
+    if isinstance(exc, click.NoSuchOption) and exc.possibilities:
+        near = list(exc.possibilities)[:3]  # ranked by difflib.get_close_matches
+        return f"{exc.message} Did you mean {' or '.join(repr(x) for x in near)}?"
+    return exc.format_message()
+
+
 def click_main(argv: Optional[List[str]]) -> Any:
     """Parse and run `argv` (None: sys.argv) with click; click's usage errors as one line, exit 2. What is left
     (the command's own failures) is envdoctor.entry.finish's, the same on the fast door."""
@@ -110,8 +120,12 @@ def click_main(argv: Optional[List[str]]) -> Any:
     except click.exceptions.Abort as exc:  # click turns Ctrl-C into Abort
         raise Aborted() from exc.__cause__
     except click.UsageError as exc:  # one line, like every other failure
+        if isinstance(exc, getattr(click.exceptions, "NoArgsIsHelpError", ())):
+            # a bare `envdoctor` asks for nothing wrong: the help, as pip and flutter answer it
+            write_stdout(exc.ctx.get_help() + "\n" if exc.ctx is not None else "")
+            sys.exit(0)
         cmd = exc.ctx.command_path if exc.ctx is not None else "envdoctor"
-        say(f"{cmd}: error: {exc.format_message()} (see '{cmd} --help')")
+        say(f"{cmd}: error: {_usage_message(exc)} (see '{cmd} --help')")
         sys.exit(EXIT_USAGE)
     except click.ClickException as exc:
         exc.show()

@@ -100,3 +100,29 @@ def check_cuda(m: Any, cuda: Optional[str]) -> Optional[str]:
         raise BadInput(f"--cuda {cuda!r}: not a CUDA line the data knows ({', '.join(series)})")
     return value
 
+
+# --gpu as an architecture: sm_86, compute_90a, 8.6
+CC_TEXT = re.compile(r"^\s*(?:(?:sm|compute)_\d{2,3}[af]?|\d{1,2}\.\d)\s*$", re.IGNORECASE)
+
+
+def resolve_gpu(matrices: Any, text: str) -> Tuple[str, str]:
+    """(name, compute capability) of ``--gpu sm_80 | 8.0 | "NVIDIA A100-SXM4-80GB"``, for every command that states a
+    target; ValueError naming the nearest GPU names the data knows and the architectures it knows."""
+    from envdoctor.knowledge import normalize_cc
+
+    value = str(text or "").strip()
+    known = ", ".join("sm_" + k.replace(".", "") for k in sorted(
+        getattr(matrices, "archs", {}) or {}, key=lambda c: tuple(int(x) for x in c.split("."))))
+    if CC_TEXT.match(value):
+        cc = normalize_cc(value)
+        arch = matrices.arch(cc) if (cc is not None and matrices is not None) else None
+        if cc is None or arch is None:
+            raise ValueError(f"unknown GPU architecture {value!r}; the data knows {known}")
+        return f"{arch.name} GPU (sm_{cc.replace('.', '')})", cc
+    cc = matrices.cc_for_gpu_name(value) if (matrices is not None and value) else None
+    if cc is None:
+        near = matrices.nearest_gpu_names(value) if (matrices is not None and value) else []
+        hint = f"did you mean {' or '.join(repr(x) for x in near)}? Or " if near else ""
+        raise ValueError(f"unknown GPU {value!r}: neither a GPU name the data knows nor an architecture; "
+                         f"{hint}name its architecture instead ({known})")
+    return value, cc

@@ -2,7 +2,7 @@
 with what the snapshot says about it, or why a probe behind it could not answer."""
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from envdoctor.snapshot import Snapshot
 
@@ -55,6 +55,40 @@ def area_summary(area: str, snap: Snapshot) -> Optional[str]:
     return known_summary(area, snap)
 
 
+def absent(area: str, snap: Snapshot) -> bool:
+    """Does the area's line state an absence (no driver, no GPU), which is neither fine nor wrong in itself?"""
+    if failed_probes(area, snap):
+        return False
+    if area == "driver":
+        return not snap.driver.version and snap.driver.state == "not_installed"
+    if area == "gpu":
+        return not snap.gpus
+    return False
+
+
+def gpu_groups(gpus) -> str:
+    """The GPUs as people read them: identical ones counted (``8 × NVIDIA A100-SXM4-80GB (sm_80)``, indexes
+    ``0-7``), different ones each with their indexes, in index order."""
+    groups: List[Tuple[str, List[str]]] = []
+    for g in gpus:
+        label = g.name + (f" (sm_{g.compute_capability.replace('.', '')})" if g.compute_capability else "")
+        hit = next((grp for grp in groups if grp[0] == label), None)
+        if hit is None:
+            groups.append((label, [str(g.index)]))
+        else:
+            hit[1].append(str(g.index))
+    if len(groups) == 1 and len(groups[0][1]) == 1:
+        return f"{groups[0][1][0]}: {groups[0][0]}"
+    return "; ".join(f"{_span(ix)}: " + (f"{len(ix)} × " if len(ix) > 1 else "") + label for label, ix in groups)
+
+
+def _span(indexes: List[str]) -> str:
+    nums = [int(i) for i in indexes if i.isdigit()]
+    if len(nums) == len(indexes) > 2 and nums == list(range(nums[0], nums[0] + len(nums))):
+        return f"{nums[0]}-{nums[-1]}"
+    return ",".join(indexes)
+
+
 def known_summary(area: str, snap: Snapshot) -> Optional[str]:
     p = snap.platform
     if area == "platform":
@@ -71,8 +105,7 @@ def known_summary(area: str, snap: Snapshot) -> Optional[str]:
     if area == "gpu":
         if not snap.gpus:
             return "none"
-        return "; ".join(f"{g.index}: {g.name}" + (f" (sm_{g.compute_capability.replace('.', '')})" if g.compute_capability else "")
-                         for g in snap.gpus)
+        return gpu_groups(snap.gpus)
     if area == "toolkit":
         if not snap.toolkits:
             return None

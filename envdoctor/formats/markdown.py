@@ -28,7 +28,8 @@ def render(doc: FindingsDoc, options: RenderOptions) -> str:
 def _finding_lines(x: Item) -> List[str]:
     f = x.finding
     at = f" `{where(x)}`" if x.locations else ""
-    lines = [f"- **{f.severity.upper()} {f.id}**{at} {_md(f.title)}: {_md(f.message)}"]
+    # the message says what the title says and more (the title is `envdoctor explain ID`'s): one sentence, once
+    lines = [f"- **{f.severity.upper()} {f.id}**{at} {_md(f.message)}"]
     for c in f.consequences:
         lines.append(f"  - also caused by this: {_md(c)}")
     for step in f.fix:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List
 
-from envdoctor.formats.areas import AREA_TITLE, area_summary, failed_probes, framework_area
+from envdoctor.formats.areas import AREA_TITLE, absent, area_summary, failed_probes, framework_area
 from envdoctor.formats.interface import FindingsDoc, Item, RenderOptions, plan_view, sorted_items, where
 from envdoctor.formats.marks import mark, state, styler
 from envdoctor.rules.base import AREAS, SEVERITY_RANK, Finding
@@ -49,7 +49,9 @@ def _machine_text(doc: FindingsDoc, verbose: bool, style: Style) -> str:
         worst = state([f.severity for f in found] + [f.severity for f in others])
         if failed_probes(area, snap) and SEVERITY_RANK[worst] < SEVERITY_RANK["warning"]:
             worst = "warning"  # a part envdoctor could not determine is never shown as fine
-        head = f"[{mark(worst)}] {AREA_TITLE.get(area, area)}" + (f": {summary}" if summary else "")
+        # an absence (no driver on a CPU machine) is not ticked as fine: a neutral mark, unless a finding says more
+        sign = "-" if worst == "ok" and absent(area, snap) else mark(worst)
+        head = f"[{sign}] {AREA_TITLE.get(area, area)}" + (f": {summary}" if summary else "")
         lines.append(style(head, worst))
         for f in found:
             lines.extend(_finding_lines(f, verbose, style))

@@ -38,6 +38,7 @@ from envdoctor.frameworks.base import Target as FrameworkTarget, python_fits
 from envdoctor.frameworks.jax import jax_candidate
 from envdoctor.gate.inputs import IndexOption, InputRequirement, InputUnit, Location
 from envdoctor.snapshot import GPU, Driver, Evidence, Framework, Platform, ProbeStatus, PythonEnv, Snapshot
+from envdoctor.target_options import resolve_gpu
 
 PYPI = default_index() or DEFAULT_INDEX_LABEL  # asked from pip: envdoctor never names a registry host itself
 TARGET_PLATFORMS = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64", "wsl2")
@@ -151,29 +152,6 @@ _PLATFORM_FACTS = {
     "macos-arm64": ("Darwin", "arm64", None, "macosx-11.0-arm64"),
     "wsl2": ("Linux", "x86_64", 2, "linux-x86_64"),
 }
-_CC_TEXT = re.compile(r"^\s*(?:(?:sm|compute)_\d{2,3}[af]?|\d{1,2}\.\d)\s*$", re.IGNORECASE)
-
-
-def resolve_gpu(matrices: Any, text: str) -> Tuple[str, str]:
-    """(name, compute capability) of ``--gpu sm_80 | 8.0 | "NVIDIA A100-SXM4-80GB"``; ValueError naming what is known."""
-    from envdoctor.knowledge import normalize_cc
-
-    value = str(text or "").strip()
-    known = ", ".join("sm_" + k.replace(".", "") for k in sorted(
-        getattr(matrices, "archs", {}) or {}, key=lambda c: tuple(int(x) for x in c.split("."))))
-    if _CC_TEXT.match(value):
-        cc = normalize_cc(value)
-        arch = matrices.arch(cc) if (cc is not None and matrices is not None) else None
-        if cc is None or arch is None:
-            raise ValueError(f"unknown GPU architecture {value!r}; the data knows {known}")
-        return f"{arch.name} GPU (sm_{cc.replace('.', '')})", cc
-    cc = matrices.cc_for_gpu_name(value) if (matrices is not None and value) else None
-    if cc is None:
-        raise ValueError(f"unknown GPU {value!r}: neither a GPU name the data knows nor an architecture; "
-                         f"name its architecture instead ({known})")
-    return value, cc
-
-
 def stated_snapshot(matrices: Any, *, driver: Optional[str] = None, gpus: Sequence[str] = (),
                     python: Optional[str] = None, platform: Optional[str] = None, cpu: bool = False,
                     base: Optional[Snapshot] = None, cuda: Optional[str] = None) -> Snapshot:

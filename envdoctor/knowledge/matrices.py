@@ -261,6 +261,19 @@ class Matrices:
                     return hit
         return None
 
+    def nearest_gpu_names(self, name: str, n: int = 3) -> List[str]:
+        """The GPU names of the data closest to ``name`` (a hint for a name the data does not know), best first."""
+        import difflib
+
+        want = " ".join(gpu_name_tokens(name))
+        names = {" ".join(k): g.name for k, g in self._gpu_index.items()}
+        hits = difflib.get_close_matches(want, list(names), n=n * 3, cutoff=0.6)
+        out: List[str] = []
+        for h in hits:
+            if names[h] not in out:
+                out.append(names[h])
+        return out[:n]
+
     # ------------------------------------------------------------------ AMD GPUs (amd_gpus.toml)
 
     def amd_target(self, gfx: str) -> Optional[AmdTarget]:

@@ -3,7 +3,6 @@ writing a lock file, and re-checking one (envdoctor.lock.cli translates the opti
 platform the same way)."""
 from __future__ import annotations
 
-import re
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -18,9 +17,8 @@ from envdoctor.outfile import exists, same_as, write_output
 from envdoctor.outfile import resolve as resolve_output
 from envdoctor.redact import redact_output
 from envdoctor.snapshot_io import dump_json
-from envdoctor.target_options import PLATFORM_CHOICES, python_series
+from envdoctor.target_options import CC_TEXT, PLATFORM_CHOICES, python_series, resolve_gpu
 
-_CC_TEXT = re.compile(r"^\s*(?:(?:sm|compute)_\d{2,3}[af]?|\d{1,2}\.\d)\s*$", re.IGNORECASE)
 
 
 def given(cuda: Optional[str], driver: Optional[str], gpus: Sequence[str], python_version: Optional[str],
@@ -38,19 +36,14 @@ def machine_platform(snap: Any) -> Tuple[Optional[str], bool]:
 
 
 def parse_gpu(m: Any, text: str) -> GpuTarget:
-    """--gpu sm_86 | 8.6 | compute_90a | "NVIDIA A100-SXM4-80GB" -> GpuTarget; BadInput naming the known archs."""
+    """--gpu sm_86 | 8.6 | compute_90a | "NVIDIA A100-SXM4-80GB" -> GpuTarget (target_options.resolve_gpu, gate's
+    reading too); BadInput naming the nearest names and the known archs."""
     value = str(text or "").strip()
-    known = ", ".join("sm_" + k.replace(".", "") for k in sorted(m.archs, key=lambda c: tuple(int(x) for x in c.split("."))))
-    if _CC_TEXT.match(value):
-        cc = normalize_cc(value)
-        if cc is None or m.arch(cc) is None:
-            raise BadInput(f"unknown GPU architecture {value!r}; the data knows {known}")
-        return GpuTarget(cc, "sm_" + cc.replace(".", ""))
-    cc = m.cc_for_gpu_name(value) if value else None
-    if cc is None:
-        raise BadInput(f"unknown GPU {value!r}: not a GPU name the data knows nor an architecture; "
-                       f"name its architecture instead: {known}")
-    return GpuTarget(cc, value)
+    try:
+        _name, cc = resolve_gpu(m, value)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    return GpuTarget(cc, "sm_" + cc.replace(".", "") if CC_TEXT.match(value) else value)
 
 
 def build_target(m: Any, *, cuda: Optional[str], driver: Optional[str], gpus: Sequence[str],

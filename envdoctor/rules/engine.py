@@ -101,6 +101,14 @@ def crash_finding(r: Rule, exc: BaseException) -> Finding:
 NO_FIX = "No fix known to envdoctor; `envdoctor explain {id}` says what this breaks and where to read more."
 
 
+def first_step(fix: List[str]) -> List[str]:
+    """A fix list whose first choice was not available (no driver for this GPU, say) starts at its alternative:
+    the list never begins with "or ..."."""
+    if fix and fix[0][:3].lower() == "or " and len(fix[0]) > 3:
+        return [fix[0][3].upper() + fix[0][4:]] + list(fix[1:])
+    return fix
+
+
 def run_rules(ctx, rules: Optional[List[Rule]] = None) -> List[Finding]:
     findings: List[Finding] = []
     for r in rules if rules is not None else all_rules():
@@ -111,6 +119,7 @@ def run_rules(ctx, rules: Optional[List[Rule]] = None) -> List[Finding]:
     for f in findings:  # a fix look-up that found nothing never leaves a problem without a fix line
         if f.severity in ("error", "warning") and not f.fix:
             f.fix = [NO_FIX.format(id=f.id)]
+        f.fix = first_step(f.fix)
     return order(fold_causes(findings))
 
 
