@@ -102,7 +102,7 @@ NO_REDACT = Opt("--no-redact", dest="no_redact", flag=True,
 def format_opt(default: str = "text") -> Opt:
     """The `--format` option of every command that reports findings."""
     return Opt("--format", dest="fmt", kind="format", default=default, show_default=True,
-               help="Output format (the formats registered in envdoctor.formats.registry).")
+               help="Output format: text, json, markdown, junit, github, sarif, prometheus (or one a plugin adds).")
 
 
 # probe's, rules' and explain's --format

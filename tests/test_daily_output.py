@@ -79,3 +79,29 @@ def test_an_unknown_gpu_name_gets_the_nearest_names(tmp_path):
     assert p.returncode == 2 and "did you mean 'NVIDIA GeForce RTX 4090'" in p.stderr, p.stderr
     p = run("lock", "--gpu", "A10O", "--driver", "535.104.05", "--python-version", "3.11")
     assert p.returncode == 2 and "'NVIDIA A100'" in p.stderr, p.stderr
+
+
+def test_help_texts_name_no_internal_module():
+    """--help speaks to users: no module path (envdoctor.x.y, a .py file, the repository's folders)."""
+    import re
+
+    import click
+
+    from envdoctor.cli import cli
+
+    bad = re.compile(r"envdoctor\.[a-z_]+\.[a-z_]+|\b[a-z_]+\.py\b|\b(?:tests|matrices|docs)/")
+    seen = []
+
+    def walk(cmd, path):
+        seen.append(path)
+        p = run(*path, "--help")
+        assert p.returncode == 0, (path, p.stderr)
+        hits = bad.findall(p.stdout)
+        assert not hits, (path, hits)
+        if isinstance(cmd, click.Group):
+            ctx = click.Context(cmd)
+            for name in cmd.list_commands(ctx):
+                walk(cmd.get_command(ctx, name), path + [name])
+
+    walk(cli, [])
+    assert len(seen) > 12, seen
