@@ -105,3 +105,17 @@ def test_help_texts_name_no_internal_module():
 
     walk(cli, [])
     assert len(seen) > 12, seen
+
+
+def test_a_lock_file_keeps_its_record_out_of_the_comments_people_read(tmp_path):
+    out = tmp_path / "requirements-cuda.txt"
+    p = run("lock", "--driver", "535.104.05", "--gpu", "sm_80", "--python-version", "3.11", "--torch", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    lines = out.read_text().splitlines()
+    assert max(len(x) for x in lines) <= 120, max(lines, key=len)
+    first = next(i for i, x in enumerate(lines) if x.startswith("# envdoctor-lock: "))
+    assert all(not x.strip() or x.startswith("# envdoctor-lock") for x in lines[first:])  # the record ends the file
+    assert any(x.startswith("torch==") for x in lines[:first])
+    # --check reads the record back from its pieces
+    p = run("lock", "--check", str(out), "--driver", "470.82.01")
+    assert p.returncode == 1 and "needs >= 525.60.13" in p.stdout, p.stdout + p.stderr

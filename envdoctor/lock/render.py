@@ -19,6 +19,9 @@ from envdoctor.errors import BadInput
 FORMATS = ("requirements", "conda", "json")
 SCHEMA = "envdoctor-lock/1"
 RECORD_PREFIX = "envdoctor-lock: "
+RECORD_MORE = "envdoctor-lock+ "  # a continuation line of the record
+RECORD_NOTE = "what envdoctor lock --check reads back (machine-readable, do not edit):"
+RECORD_WIDTH = 96
 TEMPLATES = {"requirements": "requirements-cuda.txt.j2", "conda": "environment.yml.j2"}
 DEFAULT_FILENAMES = {"requirements": "requirements-cuda.txt", "conda": "environment.yml", "json": "lock.json"}
 
@@ -120,6 +123,25 @@ def header_lines(lock: Any, meta: Meta, fmt: str) -> List[str]:
     return [_comment(x) if not x.startswith("  ") else "  " + _comment(x) for x in lines]
 
 
+def record_lines(text: str, width: int = RECORD_WIDTH) -> List[str]:
+    """The record as comment lines of at most about ``width`` characters, at the end of the file where people do not
+    read: the first after RECORD_PREFIX, the rest after RECORD_MORE.  A line never starts or ends inside
+    whitespace, so the reader, which strips each line, joins the pieces back exactly."""
+    out: List[str] = []
+    rest = text
+    while rest:
+        cut = min(width, len(rest))
+        while 1 < cut < len(rest) and (rest[cut - 1].isspace() or rest[cut].isspace()):
+            cut -= 1
+        if cut <= 1:  # a run of whitespace as wide as the line: cut after it instead
+            cut = width
+            while cut < len(rest) and (rest[cut - 1].isspace() or rest[cut].isspace()):
+                cut += 1
+        out.append((RECORD_MORE if out else RECORD_PREFIX) + rest[:cut])
+        rest = rest[cut:]
+    return out
+
+
 def _context(lock: Any, meta: Meta, fmt: str) -> Dict[str, Any]:
     conda_note = None
     torch = lock.pick("torch")
@@ -135,8 +157,9 @@ def _context(lock: Any, meta: Meta, fmt: str) -> Dict[str, Any]:
                               "so the pytorch / nvidia channels are not needed")
     return {
         "header": header_lines(lock, meta, fmt),
-        "record": json.dumps(lock_record(lock, meta, fmt), separators=(",", ":"), ensure_ascii=False),
-        "record_prefix": RECORD_PREFIX,
+        "record_lines": record_lines(json.dumps(lock_record(lock, meta, fmt), separators=(",", ":"),
+                                                ensure_ascii=False)),
+        "record_note": RECORD_NOTE,
         "lock": lock, "picks": lock.picks, "shared_pins": lock.shared_pins, "index_urls": lock.index_urls(),
         "name": meta.name or env_name(lock), "python": python_for_env(lock), "cuda_version": lock.cuda_version,
         "conda_note": conda_note,
@@ -233,14 +256,21 @@ def parse_lock(text: str, where: str = "the lock file") -> ParsedLock:
         requirements = [x for x in data.get("requirements") or [] if isinstance(x, str)]
         return _from_lines("json", data.get("record"), requirements)
     record = None
-    for line in text.splitlines():
+    pieces: List[str] = []
+    for line in text.splitlines():  # the record: one line (earlier envdoctor) or a line and its continuations
         s = line.strip()
-        if s.startswith("#") and s[1:].strip().startswith(RECORD_PREFIX):
-            from envdoctor.infile import safe_json_or_none
-
-            record = safe_json_or_none(s[1:].strip()[len(RECORD_PREFIX):])
-            record = record if isinstance(record, dict) else None
+        body = s[1:].strip() if s.startswith("#") else ""
+        if not pieces and body.startswith(RECORD_PREFIX):
+            pieces.append(body[len(RECORD_PREFIX):])
+        elif pieces and body.startswith(RECORD_MORE):
+            pieces.append(body[len(RECORD_MORE):])
+        elif pieces:
             break
+    if pieces:
+        from envdoctor.infile import safe_json_or_none
+
+        record = safe_json_or_none("".join(pieces))
+        record = record if isinstance(record, dict) else None
     is_conda = bool(re.search(r"^dependencies\s*:", text, re.MULTILINE))
     lines: List[str] = []
     if is_conda:
