@@ -229,6 +229,7 @@ def refused_contacts(unit, policy: IndexPolicy, guard: Optional[Guard] = None,
     find-links URL, a local find-links folder outside the repository, and -- for a pyproject given to uv as a project
     -- a git / URL source or a path source outside the repository, and every URL under [tool.uv]."""
     out: List[Tuple[str, str]] = []
+    guard = guard or Guard()
     for o in unit.indexes:
         if o.kind == "no-index":
             continue
@@ -240,7 +241,7 @@ def refused_contacts(unit, policy: IndexPolicy, guard: Optional[Guard] = None,
                 continue
             path = url[5:] if url.startswith("file:") else url
             full = path if os.path.isabs(path) else os.path.join(os.path.dirname(os.path.abspath(o.loc.file)), path)
-            why = (guard or Guard()).outside(full, unit.path)
+            why = guard.outside(full, unit.path)
             if why:
                 out.append((str(o.loc), f"--find-links folder: {why}"))
             continue
@@ -258,7 +259,7 @@ def refused_contacts(unit, policy: IndexPolicy, guard: Optional[Guard] = None,
                                            f"gate did not contact it"))
             elif "path" in e:
                 full = os.path.join(os.path.dirname(os.path.abspath(unit.path)), str(e["path"]))
-                why = (guard or Guard()).outside(full, unit.path)
+                why = guard.outside(full, unit.path)
                 if why:
                     out.append((unit.path, f"[tool.uv.sources] {name}: the path source {why}"))
     seen = {o.url for o in unit.indexes} | {str(e.get(k)) for es in (unit.sources or {}).values() for e in es
