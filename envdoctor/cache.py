@@ -41,6 +41,7 @@ MAX_ENTRIES = 64  # answers of one kind kept as one file each; the oldest go fir
 MAX_ENTRY_BYTES = 8 * 1024 * 1024
 MAX_DEPTH = 64
 VOLATILE = ("_",)  # what the shell sets to the command just typed: read by no tool
+OWN_PREFIX = "ENVDOCTOR_"  # envdoctor's own switches (no fork, the cache folder): they change no command's answer
 
 Signature = Optional[List[int]]
 Witness = List[Tuple[str, Signature]]
@@ -203,7 +204,8 @@ def make_key(kind: str, parts: Sequence[Any], env: Optional[Mapping[str, str]] =
             cwd = os.getcwd()
         except OSError:
             cwd = ""
-    items = sorted((str(k), str(v)) for k, v in (env or {}).items() if k not in VOLATILE)
+    items = sorted((str(k), str(v)) for k, v in (env or {}).items()
+                   if k not in VOLATILE and not str(k).startswith(OWN_PREFIX))
     text = json.dumps([FORMAT, kind, list(parts), items, cwd], separators=(",", ":"), ensure_ascii=True)
     return _sha256(text.encode("utf-8", "surrogatepass"))
 

@@ -62,7 +62,8 @@ def test_ptx_too_new_for_the_driver_is_an_error_saying_so():
     snap = _snap(["Tesla T4:7.5"], [_bin(["sm_80"], ["compute_75"])], driver_cuda="12.4", driver="550.54.15")
     [f] = by_id(check(snap, RULES), "ED250")
     assert "newer than this driver (CUDA 12.4)" in f.message
-    assert any("upgrade the NVIDIA driver" in x for x in f.fix)
+    assert f.fix[0].startswith("Upgrade the NVIDIA driver"), f.fix
+    assert f.fix[1].startswith("Or install a build of"), f.fix
 
 
 def test_jit_warning_with_the_driver_floor():

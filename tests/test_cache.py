@@ -297,3 +297,10 @@ def test_check_says_the_answer_came_from_an_earlier_run(target, cache_env, tmp_p
     assert not [e for e in first["python"]["evidence"] if "earlier run" in e["excerpt"]]
     assert first["python"]["packages"] == second["python"]["packages"]
     assert first["python"]["sys_path"] == second["python"]["sys_path"]
+
+
+def test_the_key_ignores_envdoctors_own_switches_but_not_the_environment():
+    base = {"PATH": "/usr/bin", "PYTHONPATH": "/a"}
+    key = witness_cache.make_key("cmd", ["nvcc", "-V"], base, cwd="/w")
+    assert witness_cache.make_key("cmd", ["nvcc", "-V"], dict(base, ENVDOCTOR_NO_FORK="1"), cwd="/w") == key
+    assert witness_cache.make_key("cmd", ["nvcc", "-V"], dict(base, PYTHONPATH="/b"), cwd="/w") != key

@@ -198,8 +198,9 @@ def binary_no_kernel(ctx: Context, r: Rule) -> List[Finding]:
         fix = [f"Install a build of {name} that includes sm_{xy} (or PTX for compute_{xy} or older), e.g. rebuild "
                f"it with TORCH_CUDA_ARCH_LIST=\"{cc}\" / -gencode arch=compute_{xy},code=sm_{xy}.",
                "Or run it on a GPU its kernels cover: " + _has(judged) + "."]
-        if too_new:
-            fix.insert(0, "Or upgrade the NVIDIA driver so that it can JIT-compile the package's PTX.")
+        if too_new:  # the PTX already fits the GPU: a newer driver is the smaller step, a rebuild the alternative
+            fix = ["Upgrade the NVIDIA driver so that it can JIT-compile the package's PTX.",
+                   "Or i" + fix[0][1:]] + fix[1:]
         build = _build_of(ctx, name)
         cause = no_kernel_cause(ctx.matrices, build.major, cc, build.fw.distribution) if build is not None else None
         out.append(r.finding(msg, evidence=ev, fix=fix, subject=label, cause=cause))
