@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 from urllib.parse import quote, unquote
 
-from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 
 FIX = Path(__file__).parent / "fixtures" / "index"
 _BLOCK = re.compile(r"^== (\S+) (\S+)\s+wheel=(\S+)\s+requires_python=(\S+)\s*$")
@@ -191,7 +191,8 @@ class FakeIndex:
     def projects(self) -> Dict[str, List[str]]:
         out: Dict[str, List[str]] = {}
         for fn in list(self.files) + self.extra_files:
-            name = str(parse_wheel_filename(fn)[0])
+            # a source archive (listed with no metadata file) or a wheel
+            name = str(parse_sdist_filename(fn)[0] if fn.endswith((".tar.gz", ".zip")) else parse_wheel_filename(fn)[0])
             out.setdefault(name, []).append(fn)
         return out
 

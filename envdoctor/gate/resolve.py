@@ -33,10 +33,22 @@ _RESOLVED_KINDS = ("requirements", "pyproject")
 _NET_ERROR = re.compile(r"(error sending request|Failed to fetch|dns error|Connection refused|connection refused|"
                         r"Could not fetch URL|NewConnectionError|Max retries exceeded|timed out|Network is unreachable|"
                         r"Temporary failure in name resolution|Failed to download|Could not connect)", re.I)
-_NO_MATCH_PIP = re.compile(r"No matching distribution found for ([A-Za-z0-9][A-Za-z0-9._-]*)")
-_UV_NO_VERSION = re.compile(r"there (?:is|are) no versions? of ([A-Za-z0-9][A-Za-z0-9._-]*)")
-_UV_NO_WHEELS = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?(?:[=<>!~]{1,3}[0-9][0-9A-Za-z.*+]*)? "
-                           r"(?:has no (?:usable )?wheels|only has wheels)")
+_NAME = r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?(?:[=<>!~]{1,3}[0-9][0-9A-Za-z.*+!]*)?"
+_NO_MATCH_PIP = re.compile(r"No matching distribution found for ([A-Za-z0-9][A-Za-z0-9._-]*)", re.I)
+# What the resolver states as the cause, per package (uv's words; pip's "No matching distribution found" states none:
+# it says the same for a release that does not exist and for one without a wheel for the target).
+_UV_CAUSES = (
+    ("python", re.compile(_NAME + r" has no wheels with a matching Python (?:ABI|implementation|version) tag", re.I)),
+    ("python", re.compile(_NAME + r" depends on Python\s*[<>=!~]", re.I)),
+    ("platform", re.compile(_NAME + r" has no wheels with a matching platform tag", re.I)),
+    ("platform", re.compile(_NAME + r" only has wheels for", re.I)),
+    ("build", re.compile(_NAME + r" has no usable wheels", re.I)),
+    ("build", re.compile(r"building source distributions for `?" + _NAME + r"`? is disabled", re.I)),
+    ("missing", re.compile(r"there (?:is|are) no versions? of " + _NAME, re.I)),
+)
+_BUILD_DISABLED = re.compile(r"building (?:from source|source distributions)(?: for \S+)? is disabled|has no usable wheels|"
+                             r"--only-binary|no binary distribution", re.I)
+_CONFLICT = re.compile(r"unsatisfiable|ResolutionImpossible|conflict|are incompatible", re.I)
 
 
 @dataclass
@@ -56,6 +68,8 @@ class Resolution:
     dists: Dict[str, ResolvedDist] = field(default_factory=dict)
     message: str = ""  # the resolver's own words on a failure
     no_match: List[str] = field(default_factory=list)  # packages with no distribution for the target
+    # why, per package of no_match, as the resolver stated it: python | platform | missing | build | unstated
+    causes: Dict[str, str] = field(default_factory=dict)
     argv: List[str] = field(default_factory=list)
     duration_s: float = 0.0
     left_out: List[Tuple[InputRequirement, str]] = field(default_factory=list)  # lines not given to the resolver
@@ -204,6 +218,29 @@ def _uv_project(unit: InputUnit) -> bool:
     return unit.kind == "pyproject" and bool(unit.sources or any(o.kind == "uv-index" for o in unit.indexes))
 
 
+_FOLDER_ENTRIES = 5000  # a project folder's entries mirrored for uv, at most
+
+
+def _pyproject_for_uv(path: str, tmp: str) -> str:
+    """The project file under the name uv reads a project by (``pyproject.toml``; any other name is taken for a
+    PEP 751 lock file). A renamed one (pyproject-cuda.toml) is given as ``pyproject.toml`` in a folder of links to its
+    own folder's entries, so that its relative path sources are found where they are; nothing is written beside it."""
+    path = os.path.abspath(path)
+    if os.path.basename(path) == "pyproject.toml":
+        return path
+    folder, mirror = os.path.dirname(path), os.path.join(tmp, "project")
+    os.mkdir(mirror)
+    with os.scandir(folder) as it:
+        for i, entry in enumerate(it):
+            if i >= _FOLDER_ENTRIES:
+                break
+            if entry.name not in ("pyproject.toml", os.path.basename(path)):
+                os.symlink(entry.path, os.path.join(mirror, entry.name))
+    with open(path, "rb") as src, open(os.path.join(mirror, "pyproject.toml"), "wb") as dst:
+        dst.write(src.read())
+    return os.path.join(mirror, "pyproject.toml")
+
+
 def _local_to(url: str, written_in: str) -> str:
     """A relative find-links path as pip reads it: relative to the requirements file that names it when it exists
     there (the resolver reads a copy of the file elsewhere), else left as written."""
@@ -259,7 +296,8 @@ def resolve_unit(unit: InputUnit, reqs: Sequence[InputRequirement], *, python: s
         if tool == "uv":
             src = [req_file]
             if _uv_project(unit):
-                src = [os.path.abspath(unit.path)] + [f"--{k}={n}" for k, n in selected if k in ("extra", "group")]
+                src = [_pyproject_for_uv(unit.path, tmp)] + [f"--{k}={n}" for k, n in selected
+                                                               if k in ("extra", "group")]
             argv = prefix + src + ["--python-version", python, "--no-build", "--no-header", "--emit-index-annotation",
                                    "--no-config", "--no-python-downloads", "--python", sys.executable,
                                    "--index-strategy", "unsafe-best-match" if unit.strategy == "pip" else "first-index"]
@@ -306,20 +344,34 @@ def resolve_unit(unit: InputUnit, reqs: Sequence[InputRequirement], *, python: s
         return out
 
 
+def _canon(text: str) -> str:
+    return str(canonicalize_name(re.split(r"[=<>!~\[;\s]", text.strip())[0]))
+
+
 def _failure(out: Resolution, text: str) -> Resolution:
+    """A failed resolution, with the cause of each package's failure only where the resolver states it (matched
+    without regard to case: the resolvers' wording is not an interface)."""
     clean = "\n".join(line.rstrip() for line in text.splitlines() if line.strip() and not line.startswith("WARNING:"))
     out.message = clean.strip()
-    names = [m.group(1) for m in _NO_MATCH_PIP.finditer(clean)]
-    names += [m.group(1) for m in _UV_NO_VERSION.finditer(clean)]
-    names += [m.group(1) for m in _UV_NO_WHEELS.finditer(clean)]
-    out.no_match = sorted({str(canonicalize_name(re.split(r"[=<>!~\[]", n)[0])) for n in names if n})
-    conflict = "unsatisfiable" in clean or "ResolutionImpossible" in clean or "conflict" in clean.lower()
-    if "building from source is disabled" in clean or "has no usable wheels" in clean:
+    causes: Dict[str, str] = {}
+    for cause, rx in _UV_CAUSES:
+        for m in rx.finditer(clean):
+            name = _canon(m.group(1))
+            if name and name not in causes:
+                causes[name] = cause
+    for m in _NO_MATCH_PIP.finditer(clean):
+        causes.setdefault(_canon(m.group(1)), "unstated")
+    out.causes = causes
+    out.no_match = sorted(n for n, c in causes.items() if c != "build")
+    conflict = bool(_CONFLICT.search(clean))
+    if any(c == "build" for c in causes.values()) or (_BUILD_DISABLED.search(clean) and not out.no_match):
         # an sdist-only package: pip would build it; gate does not build (no code of the input runs), so this
         # input is judged offline, and the package is named as what stopped the resolution
         out.status = "needs-build"
+        out.no_match = sorted(n for n, c in causes.items() if c == "build") or out.no_match
         return out
-    if _NET_ERROR.search(text) and (out.no_match or not conflict) and "matching Python" not in text:
+    stated = any(c in ("python", "platform", "missing") for c in causes.values())
+    if _NET_ERROR.search(text) and not stated and (out.no_match or not conflict):
         # pip turns an index it cannot reach into "from versions: none": the index, not the target, is the cause
         out.status = "unreachable"
     else:
@@ -470,6 +522,17 @@ def plan_for_target(unit: InputUnit, snap, matrices, *, selected: Sequence[Tuple
         reqs = _requirements_for(unit, selected)
         res = resolve_unit(unit, reqs, python=python, platform=t.platform if not t.wsl else "wsl2",
                            glibc=getattr(snap.platform, "glibc", "") or "", env=env, pre=pre, selected=selected)
+        sdist_only = [r for r in reqs if res is not None and res.status == "needs-build" and r.name in res.no_match]
+        if sdist_only and len(sdist_only) < len(reqs) and not _uv_project(unit):
+            # A line whose package has only a source distribution (pure-Python jax releases) is left out and the
+            # rest resolved: the frameworks' wheels are still judged by the index's own files, and nothing is built.
+            rest = [r for r in reqs if r not in sdist_only]
+            again = resolve_unit(unit, rest, python=python, platform=t.platform if not t.wsl else "wsl2",
+                                 glibc=getattr(snap.platform, "glibc", "") or "", env=env, pre=pre, selected=selected)
+            if again is not None and again.status in ("ok", "failed"):
+                res, reqs = again, rest
+                res.left_out += [(r, "it has only a source distribution: gate builds nothing, so it is not judged")
+                                 for r in sdist_only]
         if res is None:
             off = (dict(os.environ if env is None else env).get("ENVDOCTOR_GATE_RESOLVER") or "").strip().lower()
             why_offline = (f"ENVDOCTOR_GATE_RESOLVER={off}" if off in ("off", "none", "0", "offline")
@@ -488,16 +551,30 @@ def plan_for_target(unit: InputUnit, snap, matrices, *, selected: Sequence[Tuple
         base.resolver = f"{res.tool} for {where}: resolution failed ({time.monotonic() - started:.1f} s)"
         locs = _failure_locs(unit, reqs, res)
         kind = "resolve-no-match" if res.no_match else "resolve-conflict"
-        base.problems = [p for p in base.problems if not (set(p.locs) & set(locs))]
+        # The data's own account of a line the resolver failed on is kept where it agrees with the cause the
+        # resolver stated (the release is not on these indexes; no wheel for this Python / platform): it names
+        # the index or the release that fixes it. A cause the resolver did not state is never put in its mouth.
+        kept = [p for p in base.problems if set(p.locs) & set(locs) and kind == "resolve-no-match"
+                and _agrees(p, res, unit)]
+        for p in kept:
+            p.facts["resolver_said"] = (res.tool, res.message)
+        explained = {x for p in kept for x in p.locs}
+        base.problems = [p for p in base.problems if not (set(p.locs) & set(locs))] + kept
+        locs = [x for x in locs if x not in explained]
         for pkg in base.packages:  # the install stops here: nothing of it is laid over the target
             pkg.installable = False
             pkg.frameworks = []
             pkg.summary = (pkg.summary or pkg.name) + f" -- not installed: {res.tool} finds no solution"
         base.installed = {}
-        base.problems.append(Problem(kind, "error", (_by_loc(unit, locs[0]) or unit.path) if locs else unit.path,
-                                     locs, {"tool": res.tool, "message": res.message, "packages": res.no_match,
-                                            "target": where, "requirements": [(_by_loc(unit, x), str(x)) for x in locs],
-                                            "package": ", ".join(res.no_match) or "the requirements"}))
+        if locs or not kept:
+            named = [n for n in res.no_match if not any(r.name == n and r.loc in explained for r in reqs)]
+            causes = sorted({res.causes.get(n, "unstated") for n in named}) or ["unstated"]
+            base.problems.append(Problem(kind, "error", (_by_loc(unit, locs[0]) or unit.path) if locs else unit.path,
+                                         locs, {"tool": res.tool, "message": res.message, "packages": named,
+                                                "target": where, "cause": causes[0] if len(causes) == 1 else "unstated",
+                                                "requirements": [(_by_loc(unit, x), str(x)) for x in locs],
+                                                "package": ", ".join(named) or "the requirements"}))
+        _left_out(base, res)
         return base
     pinned = pinned_unit(unit, reqs, res, lambda r: family_of(r) is not None)
     plan = plan_unit(pinned, snap, matrices, selected=(), pre=True)
@@ -509,10 +586,15 @@ def plan_for_target(unit: InputUnit, snap, matrices, *, selected: Sequence[Tuple
     plan.resolver = (f"{res.tool} for {where}: {len(res.dists)} packages resolved "
                      f"({time.monotonic() - started:.1f} s)")
     plan.not_judged.extend(base.not_judged)
+    _left_out(plan, res)
+    return plan
+
+
+def _left_out(plan, res: Resolution) -> None:
+    """The lines the resolver was not given, each listed as not judged with why (a direct wheel: its tags are)."""
     for r, why in res.left_out:
         if not any(loc == str(r.loc) for loc, _ in plan.not_judged) and not (r.url and r.wheel_tags):
             plan.not_judged.append((str(r.loc), f"{r.raw}: {why}"))
-    return plan
 
 
 def _refused(unit: InputUnit, policy, guard, env: Optional[Mapping[str, str]]) -> List[Tuple[str, str]]:
@@ -522,6 +604,23 @@ def _refused(unit: InputUnit, policy, guard, env: Optional[Mapping[str, str]]) -
     if policy is None:
         policy = IndexPolicy.for_run(dict(os.environ if env is None else env))
     return refused_contacts(unit, policy, guard, uv_project=_uv_project(unit))
+
+
+# the data's accounts of a line that agree with each cause a resolver states
+_AGREES = {"missing": ("not-served", "variant-unpublished", "unknown-version"),
+           "python": ("no-wheel-python", "requires-python"),
+           "platform": ("no-wheel-platform", "wheel-tags"),
+           "unstated": ("not-served", "variant-unpublished", "unknown-version", "no-wheel-python", "no-wheel-platform",
+                        "wheel-tags")}
+
+
+def _agrees(problem, res: Resolution, unit: InputUnit) -> bool:
+    """Does the data's problem on a line explain the resolver's failure there, in the cause the resolver stated?"""
+    if problem.severity != "error":
+        return False
+    names = {r.name for r in unit.requirements if r.loc in problem.locs}
+    causes = {res.causes.get(n) for n in names if n in res.causes}
+    return bool(causes) and all(problem.kind in _AGREES.get(c or "unstated", ()) for c in causes)
 
 
 def _first(text: str) -> str:

@@ -42,6 +42,9 @@ def _line_evidence(plan, p) -> List[EvidenceItem]:
     for loc in p.locs:
         r = by_loc.get(str(loc))
         out.append(EvidenceItem("input line", r.raw if r is not None else p.subject, str(loc)))
+    said = p.facts.get("resolver_said")
+    if said and p.kind != "resolve-no-match":  # the data's account, kept where the resolver's failure agrees
+        out.append(EvidenceItem(f"{said[0]} says", _first_cause(said[1]), "resolver"))
     return out
 
 
@@ -267,6 +270,17 @@ def framework_version_unknown(ctx: Context, r: Rule) -> List[Finding]:
             msg = (f"{p.subject}: {f['package']} {f['version']} is {f['why']}: pip fails with \"No matching distribution "
                    f"found for {p.subject}\".")
             fix = [f"Pin a release that exists (newest {f['package']} in envdoctor's data: {f.get('newest')})."]
+        elif p.severity == "warning" and f.get("older"):
+            offline = not plan.resolver or plan.resolver.startswith("offline")
+            failed = "resolution failed" in (plan.resolver or "")
+            msg = (f"{p.subject}: {f['package']} {f['version']} is {f['why']}: "
+                   + ("not judged offline (whether the index has wheels of it for the target is not known here)."
+                      if offline else "its build is not judged." if failed else
+                      "the resolver installs it, but the gate cannot judge its build."))
+            fix = (["Run gate with an index reachable (without --offline): the resolver judges it by the index's own "
+                    "files."] if offline else
+                   [f"Pin a release envdoctor's data knows (from {f['package']} {f.get('oldest') or '?'}) to have its "
+                    f"build judged."])
         elif p.severity == "warning":
             msg = (f"{p.subject}: {f['package']} {f['version']} is {f['why']} (newest known {f.get('newest')}, collected "
                    f"{f.get('collected') or '?'}): the gate cannot judge it.")
@@ -358,14 +372,31 @@ def no_wheel_for_target(ctx: Context, r: Rule) -> List[Finding]:
         fix: List[str] = []
         if p.kind == "resolve-no-match":  # the real resolver (envdoctor/gate/resolve.py) found no distribution
             ev.append(EvidenceItem(f"{f.get('tool')} says", f.get("message", ""), "resolver"))
-            msg = (f"{p.subject}: no distribution of {f.get('package')} matches the target ({f.get('target')}): "
-                   f"{f.get('tool')} finds no solution (pip: \"No matching distribution found\").")
-            alt = _python_alternative(ctx, "tensorflow" if str(f.get("package", "")).startswith(("tensorflow", "tf-"))
-                                      else str(f.get("package", "")), _pinned_version(p.subject), plan.target.python)
-            fix += ([f"Pin {f.get('package')} {alt}, the nearest release with wheels for Python {plan.target.python_xy}, "
-                     f"or build the environment with a Python that release supports."] if alt else
-                    [f"Pin a release of {f.get('package')} that publishes wheels for Python {plan.target.python_xy} on "
-                     f"{plan.target.platform or 'this platform'}."])
+            cause, pkg, py = f.get("cause") or "unstated", str(f.get("package", "")), plan.target.python_xy
+            said = _first_cause(f.get("message", ""))
+            if cause == "python":
+                msg = (f"{p.subject}: {pkg} has no wheel for Python {py} on the target ({f.get('target')}): "
+                       f"{f.get('tool')} says: {said}")
+                alt = _python_alternative(ctx, "tensorflow" if pkg.startswith(("tensorflow", "tf-")) else pkg,
+                                          _pinned_version(p.subject), plan.target.python)
+                fix += ([f"Pin {pkg} {alt}, the nearest release with wheels for Python {py}, or build the environment "
+                         f"with a Python that release supports."] if alt else
+                        [f"Pin a release of {pkg} that publishes wheels for Python {py}, or build the environment with "
+                         f"a Python its wheels cover."])
+            elif cause == "platform":
+                msg = (f"{p.subject}: {pkg} has no wheel for the target's platform ({f.get('target')}): "
+                       f"{f.get('tool')} says: {said}")
+                fix += [f"Pin a release of {pkg} that publishes wheels for {plan.target.platform or 'this platform'} "
+                        f"(and the target's glibc), or install it where it has wheels."]
+            elif cause == "missing":
+                msg = (f"{p.subject}: the indexes this install reads have no such release of {pkg}: "
+                       f"{f.get('tool')} says: {said}")
+                fix += [f"Pin a release of {pkg} the index has, or add the index that publishes this one."]
+            else:
+                msg = (f"{p.subject}: {f.get('tool')} finds no distribution of {pkg} for the target "
+                       f"({f.get('target')}) and does not say why: {said}")
+                fix += [f"Run the install for the target to see why, or pin a release of {pkg} that publishes wheels "
+                        f"for Python {py} on {plan.target.platform or 'this platform'}."]
             out.append(r.finding(msg, evidence=ev, fix=fix, subject=p.subject, cause=f"gate-install:{p.subject}"))
             continue
         if p.kind == "requires-python":
