@@ -905,12 +905,14 @@ class _Planner:
             # followed gets no new patches, so a patch it lacks does not exist.
             if series_newest and (Version(v.public) < Version(series_newest) or later):
                 level = "error"
-        elif v is not None and package == "torch" and m is not None and m.pytorch_releases:
-            oldest = min(Version(r.version) for r in m.pytorch_releases)
-            if Version(f"{v.major}.{v.minor}") < oldest:
-                level, why = "info", f"older than envdoctor's data (it starts at torch {oldest})"
+        older = False
+        oldest = m.oldest_known(package) if (m is not None and rel is None) else None
+        if v is not None and oldest and Version(v.public) < Version(oldest):
+            # below the data's first release: not "newer", and not judged from rows the data does not have; the
+            # resolver (gate without --offline) judges it by the index's own files
+            older, why = True, f"older than envdoctor's data (it starts at {package} {oldest})"
         self.problem("unknown-version", level, reqs[0].raw, reqs, package=package, version=version, newest=newest,
-                     why=why, collected=getattr(m, "collected", ""))
+                     why=why, collected=getattr(m, "collected", ""), older=older, oldest=oldest)
 
     def _range_unknown(self, pkg: PlannedPackage, reqs, spec: SpecifierSet, package: str) -> None:
         self.problem("unknown-version", "warning", reqs[0].raw, reqs, package=package, version=str(spec),
@@ -947,12 +949,33 @@ class _Planner:
                     cv = getattr(prow, name, None)
                     if not cv or _v(cv) is None:
                         continue
+                    requires = getattr(prow, f"{name}_requires", None)
                     py = prow.python or rel.python
+                    ok = self.python_ok(py)
+                    if ok is False and requires:
+                        # A companion that accepts a range of torch releases installs on a Python one of those
+                        # releases has wheels for: the row it shares is only the newest torch it pairs with.
+                        ok, py = self._companion_python(requires, py)
                     for var, label in pairs:
                         out.append({"version": Version(cv + label), "text": cv + label, "release": rel, "variant": var,
-                                    "patch": prow.version, "requires": getattr(prow, f"{name}_requires", None),
-                                    "source": s, "python_ok": self.python_ok(py), "python_spec": py})
+                                    "patch": prow.version, "requires": requires,
+                                    "source": s, "python_ok": ok, "python_spec": py})
         return out
+
+    def _companion_python(self, requires: str, fallback: Optional[str]) -> Tuple[Optional[bool], Optional[str]]:
+        """(fits the target's Python, the Pythons covered) of a companion through the torch releases it accepts."""
+        sp = _spec(requires if requires[:1] in "<>=!~" else f"=={requires}")
+        if sp is None or self.m is None:
+            return self.python_ok(fallback), fallback
+        for rel in self.m.pytorch_releases:
+            for prow in rel.patch_rows:
+                v = _v(prow.version)
+                if v is None or not sp.contains(v, prereleases=True):
+                    continue
+                py = prow.python or rel.python
+                if self.python_ok(py) is not False:
+                    return True if py else None, py
+        return False, fallback
 
     def resolve_companion(self, name: str, reqs: List[InputRequirement], torch_pkg: Optional[PlannedPackage]) -> None:
         pkg = self._package(name, name, reqs)

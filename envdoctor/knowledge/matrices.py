@@ -439,6 +439,19 @@ class Matrices:
         return None
 
 
+    def oldest_known(self, framework: str) -> Optional[str]:
+        """Oldest release the data knows for ``torch`` | ``tensorflow`` | ``jax``: below it, the data is silent."""
+        fw = str(framework or "").strip().lower()
+        vs: List[Version] = []
+        if fw in ("torch", "pytorch"):
+            vs = [Version(p) for r in self.pytorch_releases for p in r.patches]
+        elif fw.startswith(("tensorflow", "tf")):
+            vs = [Version(v) for r in self.tensorflow_releases for v in r.versions]
+        elif fw in ("jax", "jaxlib"):
+            vs = [Version(r.version) for r in self.jax_releases]
+        return str(min(vs)) if vs else None
+
+
 def load_matrices(cache_dir: Optional[Path] = None, bundled_dir: Optional[Path] = None) -> Matrices:
     """Load all tables: bundled data, overlaid by valid ``<cache_dir>/<table>.toml`` files.  Never raises.
 
