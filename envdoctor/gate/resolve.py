@@ -434,6 +434,13 @@ def _requirements_for(unit: InputUnit, selected: Sequence[Tuple[str, str]]) -> L
     return out
 
 
+def _linux_glibc(platform: Optional[str], snap) -> str:
+    """The glibc the resolver's manylinux tags were built from (X.Y), for a Linux target; "" otherwise."""
+    if uv_platform(platform, "") is None or "manylinux" not in (uv_platform(platform, "") or ""):
+        return ""
+    return _glibc_tag(getattr(snap.platform, "glibc", "") or "").replace("_", ".")
+
+
 def _target_text(python: str, platform: Optional[str], glibc: str, tool: str) -> str:
     plat = uv_platform(platform, glibc) if tool == "uv" else (pip_platforms(platform, glibc) or ["?"])[0]
     return f"Python {python}, {platform or 'linux-x86_64'} ({plat})"
@@ -497,7 +504,8 @@ def plan_for_target(unit: InputUnit, snap, matrices, *, selected: Sequence[Tuple
         base.problems.append(Problem(kind, "error", (_by_loc(unit, locs[0]) or unit.path) if locs else unit.path,
                                      locs, {"tool": res.tool, "message": res.message, "packages": res.no_match,
                                             "target": where, "requirements": [(_by_loc(unit, x), str(x)) for x in locs],
-                                            "package": ", ".join(res.no_match) or "the requirements"}))
+                                            "package": ", ".join(res.no_match) or "the requirements",
+                                            "glibc": _linux_glibc(t.platform, snap)}))
         return base
     pinned = pinned_unit(unit, reqs, res, lambda r: family_of(r) is not None)
     plan = plan_unit(pinned, snap, matrices, selected=(), pre=True)

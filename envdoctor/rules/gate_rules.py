@@ -360,6 +360,10 @@ def no_wheel_for_target(ctx: Context, r: Rule) -> List[Finding]:
             ev.append(EvidenceItem(f"{f.get('tool')} says", f.get("message", ""), "resolver"))
             msg = (f"{p.subject}: no distribution of {f.get('package')} matches the target ({f.get('target')}): "
                    f"{f.get('tool')} finds no solution (pip: \"No matching distribution found\").")
+            if f.get("glibc"):  # a possible cause, not a known one: the resolver does not say which tag failed
+                msg += (f" The target's glibc is taken as {f['glibc']} (manylinux wheels up to manylinux_"
+                        f"{f['glibc'].replace('.', '_')}); if its Linux wheels need a newer glibc, state the target's "
+                        f"with --glibc X.Y.")
             alt = _python_alternative(ctx, "tensorflow" if str(f.get("package", "")).startswith(("tensorflow", "tf-"))
                                       else str(f.get("package", "")), _pinned_version(p.subject), plan.target.python)
             fix += ([f"Pin {f.get('package')} {alt}, the nearest release with wheels for Python {plan.target.python_xy}, "
