@@ -227,16 +227,19 @@ PLATFORM_HELP = ("Target platform (wsl2: Linux wheels, Windows driver). Default:
 DRIVER_HELP = ("Target NVIDIA driver (535.104.05). A branch alone (580) or without its last part (580.65) means "
                "that branch's first release the data knows; the output says which.")
 GPU_HELP = "A GPU of the target (repeatable; sm_86, 8.6 or a name). Default: the probed / snapshot GPUs."
+GLIBC_HELP = ("Target glibc (2.35), for Linux: which manylinux wheels fit. Default: the machine's; "
+              "2.35 for stated facts.")
 CUDA_HELP = "Target CUDA line: builds for CUDA X.Y or an older X.y (12 = any 12.x)."
 
 
 def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Add --python, --python-version, --platform, --driver, --gpu and --cuda (parameters python_opt,
-    python_version, platform, driver, gpus, cuda); their meaning: envdoctor.target_options, docs/target.md."""
+    """Add --python, --python-version, --platform, --glibc, --driver, --gpu and --cuda (parameters python_opt,
+    python_version, platform, glibc, driver, gpus, cuda); their meaning: envdoctor.target_options, docs/target.md."""
     options = [
         click.option("--python", "python_opt", metavar="PATH", help=PYTHON_HELP),
         click.option("--python-version", "python_version", metavar="X.Y", help=PYTHON_VERSION_HELP),
         click.option("--platform", "platform", type=click.Choice(PLATFORM_CHOICES), help=PLATFORM_HELP),
+        click.option("--glibc", metavar="X.Y", help=GLIBC_HELP),
         click.option("--driver", metavar="VER", help=DRIVER_HELP),
         click.option("--gpu", "gpus", multiple=True, metavar="sm_XX|NAME", help=GPU_HELP, shell_complete=complete_gpu),
         click.option("--cuda", metavar="X.Y", help=CUDA_HELP),

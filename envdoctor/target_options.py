@@ -50,6 +50,23 @@ def python_target(python_opt: Optional[str], python_version: Optional[str]) -> T
     return path, version
 
 
+# The glibc a stated Linux target is taken to have without --glibc: 2.35 is Ubuntu 22.04's, the oldest Linux the
+# CUDA wheels' users commonly still run; manylinux_2_28 alone would refuse wheels built for 2.31 / 2.34.
+GLIBC_DEFAULT = "2.35"
+_GLIBC = re.compile(r"^\s*2\.\d{1,2}\s*$")
+
+
+def check_glibc(text: Optional[str], platform: Optional[str]) -> Optional[str]:
+    """--glibc X.Y validated; an error for a target that has no glibc (Windows, macOS)."""
+    if text is None:
+        return None
+    if not _GLIBC.match(text):
+        raise BadInput(f"--glibc {text!r} is not a glibc version (e.g. 2.35)")
+    if platform in ("win-amd64", "macos-arm64"):
+        raise BadInput(f"--glibc applies to Linux targets; --platform {platform} has no glibc")
+    return text.strip()
+
+
 def driver_os(platform: Optional[str]) -> str:
     """Whose driver numbering a target uses: WSL2 runs the Windows driver."""
     return "windows" if platform in ("win-amd64", "wsl2") else "linux"

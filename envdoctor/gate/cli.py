@@ -58,7 +58,7 @@ from envdoctor.target_options import python_target
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE (atomically) instead of stdout.")
 @force_option
 def gate(files: Tuple[str, ...], snapshot_file: Optional[str], python_opt: Optional[str], python_version: Optional[str],
-         platform: Optional[str], driver: Optional[str], gpus: Tuple[str, ...], cuda: Optional[str], cpu: bool,
+         platform: Optional[str], glibc: Optional[str], driver: Optional[str], gpus: Tuple[str, ...], cuda: Optional[str], cpu: bool,
          root_dir: Optional[str], timeout: float, extras: Tuple[str, ...], groups: Tuple[str, ...], offline: bool,
          allow_index: Tuple[str, ...], env_vars: Tuple[str, ...], allow_outside: bool, kind: Optional[str], together: bool, fresh: bool, pre: bool, fmt: str, strict: bool, only: Tuple[str, ...],
          skip: Tuple[str, ...], verbose: bool, output: Optional[str], force_output: bool) -> None:
@@ -75,7 +75,7 @@ def gate(files: Tuple[str, ...], snapshot_file: Optional[str], python_opt: Optio
     python_path, python_version = python_target(python_opt, python_version)
     result = run_gate(paths, snapshot_file=snapshot_file, driver=driver, gpus=split_gpus(gpus), python_opt=python_path,
                       python_version=python_version, cuda=cuda,
-                      platform=platform, cpu=cpu, root_dir=root_dir, timeout=timeout, extras=extras, groups=groups,
+                      platform=platform, glibc=glibc, cpu=cpu, root_dir=root_dir, timeout=timeout, extras=extras, groups=groups,
                       together=together, fresh=fresh, pre=pre, strict=strict, only=split_ids(only),
                       skip=split_ids(skip), fmt=fmt, offline=offline, kind=kind, allow_outside=allow_outside,
                       env_vars=env_vars, allow_index=allow_index)

@@ -20,7 +20,7 @@ from envdoctor.gate.render import GateResult, UnitResult, describe_target
 from envdoctor.gate.resolve import plan_for_target
 from envdoctor.gate.sniff import sniff_kinds
 from envdoctor.snapshot_io import load_snapshot
-from envdoctor.target_options import check_cuda, driver_os, python_target, resolve_driver
+from envdoctor.target_options import check_cuda, check_glibc, driver_os, python_target, resolve_driver
 
 DISCOVER = (r"^pylock(\.[^.]+)?\.toml$", r"^uv\.lock$", r"^requirements[^/]*\.txt$", r"^environment\.ya?ml$",
             r"^pyproject\.toml$")
@@ -86,18 +86,20 @@ def input_problems(problems: Sequence[Any], fmt: str) -> NoReturn:
 
 def build_target(matrices: Any, *, snapshot_file: Optional[str], driver: Optional[str], gpus: Sequence[str],
                  python_opt: Optional[str], platform: Optional[str], cpu: bool, root_dir: Optional[str], timeout: float,
-                 python_version: Optional[str] = None, cuda: Optional[str] = None) -> Tuple[Any, str]:
+                 python_version: Optional[str] = None, cuda: Optional[str] = None,
+                 glibc: Optional[str] = None) -> Tuple[Any, str]:
     """(snapshot, description of its source): a saved snapshot (stated facts override its parts), stated facts, or
     this machine probed (--python PATH / --root honoured)."""
     python_path, py_version = python_target(python_opt, None)  # run_gate's callers may still pass 3.X here
     python_version = python_version or py_version
     driver = resolve_driver(matrices, driver, driver_os(platform))
     cuda = check_cuda(matrices, cuda)
+    glibc = check_glibc(glibc, platform)
     if cuda and driver:
         runs = matrices.max_cuda_for_driver(driver, driver_os(platform))
         if runs and _newer(cuda, runs):
             raise BadInput(f"--driver {driver} runs CUDA up to {runs}, older than --cuda {cuda}: they disagree")
-    stated = bool(driver or gpus or cpu or platform or python_version or cuda)
+    stated = bool(driver or gpus or cpu or platform or python_version or cuda or glibc)
     try:
         if snapshot_file:
             if python_path or root_dir:
@@ -105,14 +107,14 @@ def build_target(matrices: Any, *, snapshot_file: Optional[str], driver: Optiona
             snap = load_snapshot(snapshot_file)
             if stated:
                 snap = stated_snapshot(matrices, driver=driver, gpus=gpus, python=python_version, platform=platform,
-                                       cpu=cpu, base=snap, cuda=cuda)
+                                       cpu=cpu, base=snap, cuda=cuda, glibc=glibc)
             return snap, f"snapshot {snapshot_file}" + (" with stated facts" if stated else "")
         if stated:
             if python_path or root_dir:
-                raise BadInput("stated facts (--driver / --gpu / --cuda / --cpu / --platform / --python-version) "
+                raise BadInput("stated facts (--driver / --gpu / --cuda / --cpu / --platform / --glibc / --python-version) "
                                "describe another machine: they cannot be combined with --python PATH or --root")
             return (stated_snapshot(matrices, driver=driver, gpus=gpus, python=python_version, platform=platform, cpu=cpu,
-                                    cuda=cuda), "stated facts")
+                                    cuda=cuda, glibc=glibc), "stated facts")
     except ValueError as exc:
         raise BadInput(str(exc)) from None
     snap = obtain_snapshot(python_path, root_dir, None, timeout)
@@ -132,7 +134,7 @@ def run_gate(paths: Sequence[str], *, snapshot_file: Optional[str] = None, drive
              strict: bool = False, only: Sequence[str] = (), skip: Sequence[str] = (), fmt: str = "text",
              env: Optional[Dict[str, str]] = None, offline: bool = False, kind: Optional[str] = None,
              python_version: Optional[str] = None, cuda: Optional[str] = None, allow_outside: bool = False,
-             env_vars: Sequence[str] = (), allow_index: Sequence[str] = ()) -> GateResult:
+             env_vars: Sequence[str] = (), allow_index: Sequence[str] = (), glibc: Optional[str] = None) -> GateResult:
     """Read the inputs, build the target, plan and judge each input: a GateResult (BadInput for usage / input).
     The inputs may be someone else's (envdoctor/gate/trust.py): includes stay in the repository unless
     ``allow_outside``, ``${VAR}`` expands only the ``env_vars`` named, and the resolver contacts only allowed
@@ -156,7 +158,7 @@ def run_gate(paths: Sequence[str], *, snapshot_file: Optional[str] = None, drive
         raise BadInput("the compatibility data cannot be loaded: " + "; ".join(warnings))
     snap, source = build_target(matrices, snapshot_file=snapshot_file, driver=driver, gpus=gpus, python_opt=python_opt,
                                 platform=platform, cpu=cpu, root_dir=root_dir, timeout=timeout,
-                                python_version=python_version, cuda=cuda)
+                                python_version=python_version, cuda=cuda, glibc=glibc)
     if together and len(units) > 1:
         units = [merge_units(units)]
     results = []

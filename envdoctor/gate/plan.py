@@ -154,7 +154,8 @@ _PLATFORM_FACTS = {
 }
 def stated_snapshot(matrices: Any, *, driver: Optional[str] = None, gpus: Sequence[str] = (),
                     python: Optional[str] = None, platform: Optional[str] = None, cpu: bool = False,
-                    base: Optional[Snapshot] = None, cuda: Optional[str] = None) -> Snapshot:
+                    base: Optional[Snapshot] = None, cuda: Optional[str] = None,
+                    glibc: Optional[str] = None) -> Snapshot:
     """A Snapshot from stated facts (over ``base`` when given: the stated facts replace its parts).
     What is not stated stays unknown (probe status "skipped"), so rules stay silent about it.
     ``cuda`` is the CUDA line the target's driver runs (as nvidia-smi's "CUDA Version")."""
@@ -183,6 +184,14 @@ def stated_snapshot(matrices: Any, *, driver: Optional[str] = None, gpus: Sequen
                                  evidence=[Evidence("stated:--platform", platform or "linux-x86_64 (default)")])
         snap.python.platform_tag = tag
         status("platform", True)
+    platform_stated = platform is not None or stated_all
+    if glibc is not None or (platform_stated and snap.platform.system == "Linux"):
+        from envdoctor.target_options import GLIBC_DEFAULT
+
+        # one value for the header, the snapshot and the resolver's manylinux tags; a stated Linux platform
+        # without --glibc gets the documented default, not the base snapshot's machine's
+        snap.platform.glibc = glibc or GLIBC_DEFAULT
+        snap.platform.evidence.append(Evidence("stated:--glibc", glibc or f"{GLIBC_DEFAULT} (default)"))
     if gpus or driver is not None or cuda is not None or cpu or stated_all:
         gpu_list = []
         for i, g in enumerate(gpus):

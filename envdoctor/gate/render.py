@@ -58,6 +58,8 @@ def describe_target(snap: Any, source: str) -> str:
     plat = platform_of(snap) or (f"{snap.platform.system} {snap.platform.machine}".strip() or "platform unknown")
     if snap.platform.wsl:
         plat += f" (WSL{snap.platform.wsl})"
+    if getattr(snap.platform, "glibc", ""):
+        plat += f", glibc {snap.platform.glibc}"
     d = snap.driver
     if d.state == "ok" and d.version:
         driver = f"NVIDIA driver {d.version}" + (f" (CUDA {d.cuda_version})" if d.cuda_version else "")

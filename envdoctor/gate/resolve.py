@@ -486,6 +486,13 @@ def _requirements_for(unit: InputUnit, selected: Sequence[Tuple[str, str]]) -> L
     return out
 
 
+def _linux_glibc(platform: Optional[str], snap) -> str:
+    """The glibc the resolver's manylinux tags were built from (X.Y), for a Linux target; "" otherwise."""
+    if uv_platform(platform, "") is None or "manylinux" not in (uv_platform(platform, "") or ""):
+        return ""
+    return _glibc_tag(getattr(snap.platform, "glibc", "") or "").replace("_", ".")
+
+
 def _target_text(python: str, platform: Optional[str], glibc: str, tool: str) -> str:
     plat = uv_platform(platform, glibc) if tool == "uv" else (pip_platforms(platform, glibc) or ["?"])[0]
     return f"Python {python}, {platform or 'linux-x86_64'} ({plat})"
@@ -573,7 +580,8 @@ def plan_for_target(unit: InputUnit, snap, matrices, *, selected: Sequence[Tuple
                                          locs, {"tool": res.tool, "message": res.message, "packages": named,
                                                 "target": where, "cause": causes[0] if len(causes) == 1 else "unstated",
                                                 "requirements": [(_by_loc(unit, x), str(x)) for x in locs],
-                                                "package": ", ".join(named) or "the requirements"}))
+                                                "package": ", ".join(named) or "the requirements",
+                                                "glibc": _linux_glibc(t.platform, snap)}))
         _left_out(base, res)
         return base
     pinned = pinned_unit(unit, reqs, res, lambda r: family_of(r) is not None)

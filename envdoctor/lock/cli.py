@@ -25,7 +25,7 @@ from envdoctor.lock.core import build_target, check_lock, given, write_lock
 from envdoctor.lock.render import Meta, render, render_clash
 from envdoctor.lock.resolve import resolve
 from envdoctor.redact import redact_output
-from envdoctor.target_options import driver_os, python_target, resolve_driver
+from envdoctor.target_options import check_glibc, driver_os, python_target, resolve_driver
 
 # one --NAME option per lockable framework of envdoctor/frameworks/registry.py (a test keeps the two equal;
 # the registry is not imported here: the command is registered at every start)
@@ -65,7 +65,7 @@ def _fw_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--check", "check_file", metavar="FILE",
               help="Re-verify an existing lock against the machine or target; exit 1 when it no longer fits.")
 def lock(cuda: Optional[str], driver: Optional[str], gpus: Tuple[str, ...], python_opt: Optional[str],
-         python_version: Optional[str], platform: Optional[str], cpu: bool, companions: Optional[str],
+         python_version: Optional[str], platform: Optional[str], glibc: Optional[str], cpu: bool, companions: Optional[str],
          root_dir: Optional[str], snapshot_file: Optional[str], timeout: float, fmt: str, env_name: Optional[str],
          output: Optional[str], force: bool, check_file: Optional[str], **frameworks: Optional[str]) -> None:
     """Pin torch / tensorflow / jax builds that fit together and fit the machine (or --cuda / --driver / --snapshot):
@@ -81,6 +81,8 @@ def lock(cuda: Optional[str], driver: Optional[str], gpus: Tuple[str, ...], pyth
     if force and not output:
         raise BadInput("--force only applies with -o FILE")
 
+    # lock picks from its own build tables, which are not narrowed by glibc: the value is checked, not used
+    check_glibc(glibc, platform)
     m = load_matrices()
     if driver:
         driver = resolve_driver(m, driver, driver_os(platform))

@@ -388,6 +388,10 @@ def no_wheel_for_target(ctx: Context, r: Rule) -> List[Finding]:
                        f"{f.get('tool')} says: {said}")
                 fix += [f"Pin a release of {pkg} that publishes wheels for {plan.target.platform or 'this platform'} "
                         f"(and the target's glibc), or install it where it has wheels."]
+                if f.get("glibc"):
+                    msg += (f" The target's glibc is taken as {f['glibc']} (manylinux wheels up to manylinux_"
+                            f"{f['glibc'].replace('.', '_')}); if its Linux wheels need a newer glibc, state the "
+                            f"target's with --glibc X.Y.")
             elif cause == "missing":
                 msg = (f"{p.subject}: the indexes this install reads have no such release of {pkg}: "
                        f"{f.get('tool')} says: {said}")
@@ -395,6 +399,9 @@ def no_wheel_for_target(ctx: Context, r: Rule) -> List[Finding]:
             else:
                 msg = (f"{p.subject}: {f.get('tool')} finds no distribution of {pkg} for the target "
                        f"({f.get('target')}) and does not say why: {said}")
+                if f.get("glibc"):  # a possible cause, not a known one: the resolver does not say which tag failed
+                    msg += (f" The target's glibc is taken as {f['glibc']}; if its Linux wheels need a newer glibc, "
+                            f"state the target's with --glibc X.Y.")
                 fix += [f"Run the install for the target to see why, or pin a release of {pkg} that publishes wheels "
                         f"for Python {py} on {plan.target.platform or 'this platform'}."]
             out.append(r.finding(msg, evidence=ev, fix=fix, subject=p.subject, cause=f"gate-install:{p.subject}"))
