@@ -12,6 +12,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from envdoctor.gate.trust import Guard, quote_token
+from envdoctor.gate.inputs.local_project import add_local_project, local_dir, split_extras
 from envdoctor.gate.inputs.interface import (MAX_INCLUDE_DEPTH, IndexOption, InputProblem, InputRequirement, InputUnit,
                                              Location, Reader, _why, long_number)
 
@@ -260,6 +261,8 @@ class _RequirementsLoader:
             self.problems.append(InputProblem(loc, err))
             return
         if args:
+            if self._local(display, loc, args, constraint, group):
+                return
             req, perr = parse_requirement_text(args, loc)
             if perr:
                 if "${" in args:
@@ -279,8 +282,30 @@ class _RequirementsLoader:
             elif canon in _INDEX_KINDS:
                 self.unit.indexes.append(IndexOption(canon, value or "", loc))
             elif canon == "editable":
-                continue  # an editable local project or VCS checkout: not a framework wheel
+                # an editable local project is judged by its static metadata; a VCS checkout is not read
+                self._local(display, loc, value or "", constraint, group, editable=True)
             # --pre, --trusted-host, --only-binary ... do not change what is judged
+
+    def _local(self, display: str, loc: Location, args: str, constraint: bool, group, editable: bool = False) -> bool:
+        """True when ``args`` names a local project (a path, a file: URL, ``name @ file:...``): its static
+        dependencies are added, or a note / problem says why not. A bare ``dir/x`` counts only when it exists, so
+        other text stays an invalid requirement."""
+        text = args.split(";", 1)[0].strip()
+        if _NAME_AT.match(text):
+            text = text.split("@", 1)[1].strip()
+            if not text.startswith("file:"):
+                return False
+        path_text, extras = split_extras(text)
+        if path_text.lower().endswith(_ARCHIVE) or "\x00" in path_text:
+            return False
+        explicit = editable or path_text.startswith((".", "/", "file:"))
+        where = local_dir(path_text, os.path.dirname(display))
+        # pip takes a bare word for a name even when a folder has it; a word with a slash is a path when it exists
+        if where is None or not (explicit or ("/" in path_text and os.path.isdir(where))):
+            return False
+        add_local_project(where, extras, _shown(path_text), loc,
+                          self.unit, self.problems, self.read, self.guard, group=group, constraint=constraint)
+        return True
 
     def _include(self, display: str, loc: Location, spelling: str, target: str, constraint: bool, group) -> None:
         if "\x00" in target:
