@@ -1,21 +1,20 @@
-"""What `envdoctor gate` takes on the issue-17 corpus (tests/fixtures/gate: the real install inputs of
-tests/test_gate_resolve_corpus.py), offline (the data-only planner) and resolving (uv, or pip, against the indexes
-this machine reaches), each input on each of the four targets, one `python -m envdoctor gate` process per run.
+"""Score `envdoctor gate` against the held-out corpus in tests/fixtures/gate_corpus.
 
-    python benchmarks/gate_corpus.py [--mode offline|resolve|both] [--targets all|a100-535-py311,...] [--repeat 1]
+Runs `python -m envdoctor gate FILE TARGETARGS --format json` (with `--offline`,
+and without it: resolving) as a subprocess on every file x target of TRUTH.toml,
+so it scores whatever envdoctor is importable (PYTHONPATH) from any checkout.
 
-Per mode: the total wall time, the median and the slowest run, and for the resolving mode how many runs really
-resolved (the rest fell back to the planner: an index not reachable here, an sdist the resolver would have to
-build) -- a resolving figure is only meaningful with the indexes the inputs name reachable.
+A pair is judged unless its truth is `unsure = true` or `verdict = "unjudgeable"`.
+A judged pair is right when:
+  * truth "ok": envdoctor reports no error-severity finding;
+  * truth "error": envdoctor's set of error-severity finding IDs equals the
+    truth's `errors` set exactly (a missing ID is a miss, an extra one is wrong).
+False error: truth ok, envdoctor reports an error.  Miss: truth error, envdoctor
+reports none.  Output: per mode the % right of judged pairs, false errors, misses,
+pairs where resolving is wrong but offline right, per-file wall times
+(median/max), and every wrong pair with envdoctor's IDs vs the truth's.
 
-Measured 2026-12-01 on the project's 2-core machine shared with ~7 other jobs (noisy), all four targets, only the
-default index reachable (the PyTorch / jax indexes and find-links pages were not):
-
-    offline   80 runs: total 148.0 s, median 1.62 s, slowest 4.06 s
-    resolve   80 runs: total 333.3 s, median 2.54 s, slowest 15.64 s, 20 of 80 really resolved (the rest fell
-              back to the planner: an index not reachable here, an sdist the resolver would have to build)
-
-In process (tests/test_gate_resolve_corpus.py::test_corpus_offline_time), one target: 1.8 s for the 20 inputs.
+    python benchmarks/gate_corpus.py [--mode offline|resolve|both] [--only PROJECT] [--jobs N]
 """
 from __future__ import annotations
 
@@ -26,61 +25,95 @@ import statistics
 import subprocess
 import sys
 import time
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Dict, List, Tuple
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tests.test_gate_resolve_corpus import EXPECTED, GATE_FIX, TARGETS  # noqa: E402
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "gate_corpus"
 
 
-def run_one(path: str, target: str, offline: bool) -> Tuple[float, str]:
-    argv = [sys.executable, "-m", "envdoctor", "gate", str(GATE_FIX / path), *TARGETS[target], "--format", "json"]
+def load():
+    targets = {k: v["args"] for k, v in tomllib.loads((CORPUS / "TARGETS.toml").read_text()).items()}
+    truth = tomllib.loads((CORPUS / "TRUTH.toml").read_text())
+    return targets, truth
+
+
+def error_ids(report: dict) -> set[str]:
+    ids = set()
+    for inp in report.get("inputs", []):
+        for f in inp.get("findings", []):
+            if f.get("severity") == "error":
+                ids.add(f["id"])
+    return ids
+
+
+def run_one(rel: str, args: list[str], offline: bool, timeout: int = 600):
+    cmd = [sys.executable, "-m", "envdoctor", "gate", str(CORPUS / rel), *args, "--format", "json"]
     if offline:
-        argv.append("--offline")
-    start = time.monotonic()
-    out = subprocess.run(argv, capture_output=True, text=True, cwd=str(ROOT), timeout=600,
-                         env=dict(os.environ))
-    took = time.monotonic() - start
+        cmd.append("--offline")
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=os.environ.copy())
+    dt = time.monotonic() - t0
     try:
-        resolver = json.loads(out.stdout)["inputs"][0]["resolver"]
-    except (ValueError, KeyError, IndexError):
-        resolver = f"failed (exit {out.returncode}): {out.stderr.strip()[-200:]}"
-    return took, resolver
+        return error_ids(json.loads(p.stdout)), dt, None
+    except (json.JSONDecodeError, KeyError):
+        return None, dt, (p.stderr or p.stdout)[-300:]
 
 
-def measure(offline: bool, targets: List[str], repeat: int) -> Dict[str, object]:
-    times: List[float] = []
-    resolved: List[float] = []  # the runs the resolver really answered
-    runs = [(p, t) for p, t, _, _ in EXPECTED if t in targets]
-    start = time.monotonic()
-    for _ in range(repeat):
-        for path, target in runs:
-            took, resolver = run_one(path, target, offline)
-            times.append(took)
-            if not resolver.startswith(("offline", "failed")):
-                resolved.append(took)
-    return {"runs": len(times), "total_s": time.monotonic() - start, "median_s": statistics.median(times),
-            "max_s": max(times), "resolved": len(resolved),
-            "resolved_median_s": statistics.median(resolved) if resolved else 0.0}
+def judged(t: dict) -> bool:
+    return not t.get("unsure") and t["verdict"] != "unjudgeable"
 
 
-def main() -> int:
+def right(t: dict, got: set[str] | None) -> bool:
+    if got is None:
+        return False
+    if t["verdict"] == "ok":
+        return not got
+    return got == set(t["errors"])
+
+
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mode", choices=("offline", "resolve", "both"), default="both")
-    ap.add_argument("--targets", default="all")
-    ap.add_argument("--repeat", type=int, default=1)
-    a = ap.parse_args()
-    targets = list(TARGETS) if a.targets == "all" else a.targets.split(",")
-    inputs = len({p for p, *_ in EXPECTED})
-    print(f"gate on the corpus: {inputs} inputs x {len(targets)} target(s), {a.repeat} repeat(s), one process per run")
-    for mode in (("offline", "resolve") if a.mode == "both" else (a.mode,)):
-        r = measure(mode == "offline", targets, a.repeat)
-        extra = "" if mode == "offline" else (f", {r['resolved']} of {r['runs']} really resolved (median "
-                                              f"{r['resolved_median_s']:.2f} s; the rest fell back to the planner)")
-        print(f"  {mode:8} {r['runs']:3} runs: total {r['total_s']:.1f} s, median {r['median_s']:.2f} s, "
-              f"slowest {r['max_s']:.2f} s{extra}")
+    ap.add_argument("--mode", choices=["offline", "resolve", "both"], default="both")
+    ap.add_argument("--only", help="one project (folder under gate_corpus)")
+    ap.add_argument("--jobs", type=int, default=2)
+    a = ap.parse_args(argv)
+    targets, truth = load()
+    pairs = [(f, t) for f in truth for t in truth[f] if not a.only or f.split("/")[0] == a.only]
+    modes = ["offline", "resolve"] if a.mode == "both" else [a.mode]
+    results: dict[str, dict] = {}
+    for mode in modes:
+        with ThreadPoolExecutor(a.jobs) as ex:
+            futs = {p: ex.submit(run_one, p[0], targets[p[1]], mode == "offline") for p in pairs}
+            results[mode] = {p: f.result() for p, f in futs.items()}
+    for mode in modes:
+        res = results[mode]
+        jp = [p for p in pairs if judged(truth[p[0]][p[1]])]
+        ok = [p for p in jp if right(truth[p[0]][p[1]], res[p][0])]
+        false_err = [p for p in jp if truth[p[0]][p[1]]["verdict"] == "ok" and res[p][0]]
+        misses = [p for p in jp if truth[p[0]][p[1]]["verdict"] == "error" and res[p][0] is not None and not res[p][0]]
+        per_file: dict[str, float] = {}
+        for p in pairs:
+            per_file[p[0]] = per_file.get(p[0], 0.0) + res[p][1]
+        times = sorted(per_file.values())
+        print(f"== {mode}: {len(ok)}/{len(jp)} judged pairs right ({100 * len(ok) / max(len(jp), 1):.1f}%), "
+              f"false errors {len(false_err)}, misses {len(misses)}, not judged {len(pairs) - len(jp)}")
+        print(f"   per-file wall time (5 targets): median {statistics.median(times):.1f}s max {max(times):.1f}s")
+        for p in jp:
+            if p in ok:
+                continue
+            t = truth[p[0]][p[1]]
+            got = res[p][0]
+            said = "crashed: " + res[p][2].strip().replace("\n", " ") if got is None else (",".join(sorted(got)) or "no error")
+            want = ",".join(t["errors"]) if t["verdict"] == "error" else "ok"
+            print(f"   WRONG {p[0]} @ {p[1]}: envdoctor {said} | truth {want} ({t['why'][:120]})")
+    if len(modes) == 2:
+        worse = [p for p in pairs if judged(truth[p[0]][p[1]])
+                 and right(truth[p[0]][p[1]], results["offline"][p][0])
+                 and not right(truth[p[0]][p[1]], results["resolve"][p][0])]
+        print(f"== resolving worse than offline on {len(worse)} pairs")
+        for p in worse:
+            print(f"   {p[0]} @ {p[1]}: offline {sorted(results['offline'][p][0])} resolve {sorted(results['resolve'][p][0] or [])}")
     return 0
 
 

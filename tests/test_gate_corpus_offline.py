@@ -1,0 +1,67 @@
+"""The held-out gate corpus (tests/fixtures/gate_corpus): every file x target of TRUTH.toml that is judged (not
+``unsure``, not ``unjudgeable``) runs through the real CLI with ``--offline`` and must give the truth: truth "ok" means
+no error finding, truth "error" means exactly the truth's set of error IDs (benchmarks/gate_corpus.py scores the same
+way, in both modes).  Pairs envdoctor gets wrong today are strict xfails named by the class of the defect, so fixing
+one flips it to XPASS and the suite says so.
+"""
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from envdoctor.cli import cli
+
+CORPUS = Path(__file__).parent / "fixtures" / "gate_corpus"
+TARGETS = {k: v["args"] for k, v in tomllib.loads((CORPUS / "TARGETS.toml").read_text()).items()}
+TRUTH = tomllib.loads((CORPUS / "TRUTH.toml").read_text())
+
+# (file, target) -> the class of the defect, for pairs where the offline gate is wrong today.
+OLD_PIN = "old pin outside envdoctor's data: ED802 warning (version unknown) instead of ED803 (no wheel for the target Python)"
+ARCH_ON_UNINSTALLABLE = "extra ED200 for a build that has no wheel for the target Python (nothing is installed to lack the arch)"
+KNOWN_WRONG: dict[tuple[str, str], str] = {
+    ("clip/requirements.txt", "pascal-470-py310"): OLD_PIN,
+    ("clip/requirements.txt", "a100-535-py311"): OLD_PIN,
+    ("clip/requirements.txt", "rtx5090-580-py312"): OLD_PIN,
+    ("clip/requirements.txt", "h100-570-py313"): OLD_PIN,
+    ("clip/requirements.txt", "cpu-py311"): OLD_PIN,
+    ("mask-rcnn/requirements.txt", "pascal-470-py310"): OLD_PIN,
+    ("mask-rcnn/requirements.txt", "a100-535-py311"): OLD_PIN,
+    ("mask-rcnn/requirements.txt", "rtx5090-580-py312"): OLD_PIN,
+    ("mask-rcnn/requirements.txt", "h100-570-py313"): OLD_PIN,
+    ("mask-rcnn/requirements.txt", "cpu-py311"): OLD_PIN,
+    ("rtvc/requirements.txt", "pascal-470-py310"): OLD_PIN,
+    ("rtvc/requirements.txt", "a100-535-py311"): OLD_PIN,
+    ("rtvc/requirements.txt", "rtx5090-580-py312"): OLD_PIN,
+    ("rtvc/requirements.txt", "h100-570-py313"): OLD_PIN,
+    ("rtvc/requirements.txt", "cpu-py311"): OLD_PIN,
+    ("dinov2/requirements.txt", "rtx5090-580-py312"): ARCH_ON_UNINSTALLABLE,
+    ("dinov2/requirements.txt", "h100-570-py313"): ARCH_ON_UNINSTALLABLE,
+    ("handson-ml3/requirements.txt", "rtx5090-580-py312"): ARCH_ON_UNINSTALLABLE,
+    ("handson-ml3/requirements.txt", "h100-570-py313"): ARCH_ON_UNINSTALLABLE,
+}
+
+
+def _pairs():
+    for f in sorted(TRUTH):
+        for t, tr in TRUTH[f].items():
+            if tr.get("unsure") or tr["verdict"] == "unjudgeable":
+                continue
+            marks = ()
+            if (f, t) in KNOWN_WRONG:
+                marks = pytest.mark.xfail(strict=True, reason=KNOWN_WRONG[(f, t)])
+            yield pytest.param(f, t, tr, id=f"{f}@{t}", marks=marks)
+
+
+@pytest.mark.parametrize("rel,target,truth", list(_pairs()))
+def test_offline_gate_matches_truth(rel, target, truth):
+    res = CliRunner().invoke(cli, ["gate", str(CORPUS / rel), *TARGETS[target], "--offline", "--format", "json"])
+    report = json.loads(res.output)
+    errors = {f["id"] for i in report["inputs"] for f in i["findings"] if f["severity"] == "error"}
+    if truth["verdict"] == "ok":
+        assert not errors, truth["why"]
+    else:
+        assert errors == set(truth["errors"]), truth["why"]
