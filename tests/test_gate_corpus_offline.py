@@ -23,25 +23,6 @@ TRUTH = tomllib.loads((CORPUS / "TRUTH.toml").read_text())
 OLD_PIN = "old pin outside envdoctor's data: ED802 warning (version unknown) instead of ED803 (no wheel for the target Python)"
 ARCH_ON_UNINSTALLABLE = "extra ED200 for a build that has no wheel for the target Python (nothing is installed to lack the arch)"
 KNOWN_WRONG: dict[tuple[str, str], str] = {
-    ("clip/requirements.txt", "pascal-470-py310"): OLD_PIN,
-    ("clip/requirements.txt", "a100-535-py311"): OLD_PIN,
-    ("clip/requirements.txt", "rtx5090-580-py312"): OLD_PIN,
-    ("clip/requirements.txt", "h100-570-py313"): OLD_PIN,
-    ("clip/requirements.txt", "cpu-py311"): OLD_PIN,
-    ("mask-rcnn/requirements.txt", "pascal-470-py310"): OLD_PIN,
-    ("mask-rcnn/requirements.txt", "a100-535-py311"): OLD_PIN,
-    ("mask-rcnn/requirements.txt", "rtx5090-580-py312"): OLD_PIN,
-    ("mask-rcnn/requirements.txt", "h100-570-py313"): OLD_PIN,
-    ("mask-rcnn/requirements.txt", "cpu-py311"): OLD_PIN,
-    ("rtvc/requirements.txt", "pascal-470-py310"): OLD_PIN,
-    ("rtvc/requirements.txt", "a100-535-py311"): OLD_PIN,
-    ("rtvc/requirements.txt", "rtx5090-580-py312"): OLD_PIN,
-    ("rtvc/requirements.txt", "h100-570-py313"): OLD_PIN,
-    ("rtvc/requirements.txt", "cpu-py311"): OLD_PIN,
-    ("dinov2/requirements.txt", "rtx5090-580-py312"): ARCH_ON_UNINSTALLABLE,
-    ("dinov2/requirements.txt", "h100-570-py313"): ARCH_ON_UNINSTALLABLE,
-    ("handson-ml3/requirements.txt", "rtx5090-580-py312"): ARCH_ON_UNINSTALLABLE,
-    ("handson-ml3/requirements.txt", "h100-570-py313"): ARCH_ON_UNINSTALLABLE,
 }
 
 

@@ -76,12 +76,19 @@ def _tf_1_13_1():
 
 
 def test_a_release_older_than_the_data_is_older_offline_and_judged_by_the_index_when_resolving(repo, tmp_path):
-    code, unit = _gate(repo, "requirements.txt", "tensorflow==1.13.1\n", *A100_535_PY310, "--offline",
+    # inside the Pythons its series' wheels cover (the index's file names, matrices/gate_old_releases.toml): older,
+    # not judged offline
+    code, unit = _gate(repo, "requirements.txt", "torch==1.12.1\n", *A100_535_PY310, "--offline",
                        env=_env(tmp_path, "off", "http://127.0.0.1:9/simple/"))
     (w,) = _findings(unit)
     assert w["id"] == "ED802" and w["severity"] == "warning" and code == 0
     assert "older than envdoctor's data" in w["message"] and "newer" not in w["message"], w["message"]
     assert "without --offline" in " ".join(w["fix"])
+    # outside them: no release of the series has a wheel for the target's Python, offline too
+    code, unit = _gate(repo, "requirements.txt", "tensorflow==1.13.1\n", *A100_535_PY310, "--offline",
+                       env=_env(tmp_path, "off", "http://127.0.0.1:9/simple/"))
+    (e,) = _findings(unit)
+    assert e["id"] == "ED803" and code == 1 and "3.6, 3.7" in e["message"], e["message"]
     if not _has_uv():
         pytest.skip("uv not installed")
     with FakeIndex(_tf_1_13_1(), serve_wheels=True) as idx:
@@ -89,7 +96,9 @@ def test_a_release_older_than_the_data_is_older_offline_and_judged_by_the_index_
                            env=_env(tmp_path, "uv", idx.url))
     errors = _findings(unit, "error")
     assert code == 1 and [f["id"] for f in errors] == ["ED803"], unit["findings"]
-    assert "Python 3.10" in errors[0]["message"] and "matching Python ABI tag" in errors[0]["message"]
+    assert "Python 3.10" in errors[0]["message"]
+    said = [e["value"] for e in errors[0]["evidence"] if e["fact"] == "uv says"]
+    assert said and "matching Python ABI tag" in said[0], errors[0]["evidence"]
 
 
 def test_an_sdist_only_line_is_not_judged_and_the_rest_still_resolves(repo, tmp_path):

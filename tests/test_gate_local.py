@@ -11,7 +11,7 @@ from tests.index_server import FakeIndex
 from tests.test_gate_resolve import RESOLVERS, served_files
 from tests.test_gate_untrusted import _resolving_env
 
-OLD = ["--driver", "470.82.01", "--gpu", "sm_61", "--python-version", "3.12", "--offline"]
+OLD = ["--driver", "470.82.01", "--gpu", "sm_61", "--python-version", "3.11", "--offline"]
 PINNED = '[project]\nname = "x"\nversion = "1"\ndependencies = [\n  "torch==2.1.0",\n]\n'
 
 
@@ -111,7 +111,7 @@ def test_text_that_is_neither_a_requirement_nor_a_path_stays_invalid(repo):
 
 def test_conda_pip_list_editable_dot(repo):
     _project(repo, ".")
-    (repo / "environment.yml").write_text("name: e\ndependencies:\n  - python=3.12\n  - pip\n  - pip:\n    - -e .\n")
+    (repo / "environment.yml").write_text("name: e\ndependencies:\n  - python=3.11\n  - pip\n  - pip:\n    - -e .\n")
     p = _gate(repo, "environment.yml", *OLD)
     assert p.returncode == 1 and "environment.yml:6 (.: pyproject.toml:5): ED100 torch 2.1.0" in p.stdout, p.stdout
 

@@ -99,7 +99,7 @@ EXPECTED = [
     ('vllm/requirements-cuda.txt', 'a100-535-py311', 0, []),
     ('vllm/requirements-cuda.txt', 'rtx5090-580-py312', 1, ['ED803@10']),  # vllm-flash-attn 2.5.9.post1: no cp312 wheel (uv agrees)
     ('vllm/requirements-cuda.txt', 'cpu-py311', 0, []),
-    ('alphafold3/pyproject-cuda.toml', 'pascal-470-py310', 1, ['ED100@21', 'ED803@14', 'ED803@21,22']),
+    ('alphafold3/pyproject-cuda.toml', 'pascal-470-py310', 1, ['ED803@14', 'ED803@21,22']),  # ED100@21 folded into ED803@21
     ('alphafold3/pyproject-cuda.toml', 'a100-535-py311', 1, ['ED803@14']),
     ('alphafold3/pyproject-cuda.toml', 'rtx5090-580-py312', 0, []),
     ('alphafold3/pyproject-cuda.toml', 'cpu-py311', 1, ['ED803@14']),

@@ -35,6 +35,8 @@ VERSION_SHAPED = re.compile(r"^(\+?cu\d{2,3}|sm_\d{2,3}[af]?|compute_\d{2,3}[af]
 # (path under envdoctor/, the literal as ast.unparse writes it) -> why it is not knowledge
 ALLOWED: Dict[Tuple[str, str], str] = {
     ("__init__.py", "'0.1.0'"): "envdoctor's own version",
+    ("target_options.py", "'2.35'"): "the documented default glibc of a stated Linux target (docs/target.md, 'glibc'): "
+                                     "an assumption the user overrides with --glibc, not a compatibility fact",
     ("formats/sarif.py", "'2.1.0'"): "the SARIF format version the output declares (OASIS SARIF 2.1.0)",
     ("report.py", "'1.0'"): "envdoctor's report JSON schema version (docs/report.md)",
     ("snapshot.py", "'1.0'"): "envdoctor's snapshot JSON schema version (docs/snapshot.md)",

@@ -22,6 +22,7 @@ be installed becomes a :class:`Problem` (read by envdoctor/rules/gate_rules.py, 
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -900,8 +901,33 @@ class _Planner:
                      requirements=[(r.raw, str(r.loc)) for r, _ in own])
         return True
 
+    def _old_no_wheel(self, package: str, spec: SpecifierSet, reqs) -> bool:
+        """A pin of releases older than the data whose series have no wheel for the target's Python at all, as the
+        index's own file names show (matrices/gate_old_releases.toml): ED803, said as for a release the data knows.
+        Inside the Pythons a series covers, nothing is claimed."""
+        py = self.t.python
+        if py is None:
+            return False
+        rows = [r for r in _old_releases() if r["package"] == package]
+        matching = [(Version(v), r) for r in rows for v in r.get("releases", []) if spec.contains(Version(v), prereleases=True)]
+        if not matching:
+            return False
+        target = f"{py.major}.{py.minor}"
+        series = {id(r): r for _, r in matching}.values()
+        if any(target in r.get("pythons", []) for r in series):
+            return False
+        best, row = max(matching, key=lambda x: x[0])
+        covered = sorted({p for r in series for p in r.get("pythons", [])}, key=lambda t: tuple(int(x) for x in t.split(".")))
+        self.problem("no-wheel-python", "error", reqs[0].raw, reqs, package=package, version=str(best),
+                     python=str(py), python_spec=", ".join(covered), release=None, family=package.split("-")[0],
+                     source=row.get("source", ""))
+        return True
+
     def _unknown_version(self, pkg: PlannedPackage, reqs, package: str, version: str, rel) -> None:
         m = self.m
+        v0 = _v(version)
+        if rel is None and v0 is not None and self._old_no_wheel(package, SpecifierSet(f"=={v0.public}"), reqs):
+            return
         newest = m.newest_known(package) if m is not None else None
         v = _v(version)
         level, why = "warning", "newer than envdoctor's data"
@@ -924,6 +950,8 @@ class _Planner:
                      why=why, collected=getattr(m, "collected", ""), older=older, oldest=oldest)
 
     def _range_unknown(self, pkg: PlannedPackage, reqs, spec: SpecifierSet, package: str) -> None:
+        if self._old_no_wheel(package, spec, reqs):
+            return
         self.problem("unknown-version", "warning", reqs[0].raw, reqs, package=package, version=str(spec),
                      newest=self.m.newest_known(package) if self.m is not None else None,
                      why="no release envdoctor's data knows matches it, on the indexes in effect",
@@ -1623,7 +1651,21 @@ def overlay(snap: Snapshot, plan: Plan, fresh: bool = False) -> Snapshot:
 # A gate finding that says the install itself fails supersedes check's findings about the same input lines that
 # describe the installed state (ED500: "installed for another interpreter"; ED320: "pip kept one of the pins"):
 # those are folded into the gate finding's consequences.
-SUPERSEDES = {"ED803": ("ED500",), "ED805": ("ED320",)}
+# A line whose install fails (no wheel for the target: ED803) installs nothing: what its build would then do on the
+# target's driver and GPU is folded into that one cause, not said beside it.
+@functools.lru_cache(maxsize=1)
+def _old_releases() -> Tuple[Dict[str, Any], ...]:
+    from envdoctor.knowledge.load import parse_toml_cached
+    from envdoctor.resources import data_dir
+
+    try:
+        text = (data_dir("matrices") / "gate_old_releases.toml").read_text(encoding="utf-8")
+        return tuple(dict(r) for r in parse_toml_cached(text).get("series", []))
+    except (OSError, ValueError):
+        return ()
+
+
+SUPERSEDES = {"ED803": ("ED500", "ED100", "ED200", "ED250", "ED520"), "ED805": ("ED320",)}
 
 
 @dataclass
