@@ -169,3 +169,16 @@ def test_the_resolvers_words_are_read_whatever_their_case_and_only_what_they_sta
     assert out.status == status
     if cause is not None:
         assert set(out.causes.values()) == {cause}, out.causes
+
+
+def test_a_conda_pytorch_older_than_the_data_is_a_warning_and_an_unpinned_cudatoolkit_is_named(repo, tmp_path):
+    env = _env(tmp_path, "off", "http://127.0.0.1:9/simple/")
+    old = "name: e\nchannels: [pytorch, conda-forge]\ndependencies:\n  - python=3.8\n  - cudatoolkit=11.3\n  - pytorch=1.12.1\n"
+    code, unit = _gate(repo, "environment.yml", old, *A100_535_PY310, env=env)
+    (w,) = _findings(unit)
+    assert code == 0 and w["id"] == "ED802" and w["severity"] == "warning", unit["findings"]
+    assert "older than envdoctor's data" in w["message"] and "conda" in w["message"], w["message"]
+    unpinned = "name: e\nchannels: [pytorch]\ndependencies:\n  - pytorch=2.1.0\n  - cudatoolkit\n"
+    code, unit = _gate(repo, "environment.yml", unpinned, *A100_535_PY310, env=env)
+    notes = " ".join(unit["assumptions"]) if "assumptions" in unit else json.dumps(unit)
+    assert "with cudatoolkit (no CUDA X.Y pinned)" in notes and "without pytorch-cuda / cudatoolkit" not in notes

@@ -1096,8 +1096,10 @@ class _Planner:
         if kind is None and ("cpuonly" in conda_reqs or primary.name == "pytorch-cpu"):
             kind = "cpu"
         if kind is None or m is None:
-            self.note(f"{primary.loc}: {primary.raw} without pytorch-cuda / cudatoolkit / cpuonly: the build conda "
-                      f"picks depends on the solver; not judged")
+            named = [conda_reqs[n].raw for n in ("pytorch-cuda", "cudatoolkit") if n in conda_reqs]
+            said = (f"with {', '.join(named)} (no CUDA X.Y pinned)" if named
+                    else "without pytorch-cuda / cudatoolkit / cpuonly")
+            self.note(f"{primary.loc}: {primary.raw} {said}: the build conda picks depends on the solver; not judged")
             return
         vname = "cpu" if kind == "cpu" or cuda is None else "cu" + cuda.replace(".", "")  # kind "cuda" sets cuda
         last = next((c.last for c in m.conda if c.channel == "pytorch"), None)
@@ -1122,6 +1124,13 @@ class _Planner:
                 self.problem("variant-unpublished", "error", primary.raw, pkg.requirements, package="torch",
                              version=rel.version, label=vname, release=rel, published=[v.name for v in rel.variants],
                              family="torch", conda=True)
+            elif exact and _v(exact[0].version.rstrip(".*")) is not None and m.oldest_known("torch") and (
+                    Version(exact[0].version.rstrip(".*")) < Version(m.oldest_known("torch") or "0")):
+                # older than the data: not judged, and said as a warning (never an all-clear)
+                self.problem("unknown-version", "warning", primary.raw, pkg.requirements, package="torch",
+                             version=exact[0].version.rstrip(".*"), newest=m.newest_known("torch"), conda=True,
+                             why=f"older than envdoctor's data (it starts at torch {m.oldest_known('torch')})",
+                             older=True, oldest=m.oldest_known("torch"), collected=getattr(m, "collected", ""))
             else:
                 self.note(f"{primary.loc}: no pytorch-channel build in envdoctor's data matches {primary.raw} with {vname}"
                           + (f" (the pytorch channel ends with {last})" if last else ""))

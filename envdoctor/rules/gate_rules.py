@@ -271,11 +271,12 @@ def framework_version_unknown(ctx: Context, r: Rule) -> List[Finding]:
                    f"found for {p.subject}\".")
             fix = [f"Pin a release that exists (newest {f['package']} in envdoctor's data: {f.get('newest')})."]
         elif p.severity == "warning" and f.get("older"):
-            offline = not plan.resolver or plan.resolver.startswith("offline")
+            offline = (not plan.resolver or plan.resolver.startswith("offline")) and not f.get("conda")
             failed = "resolution failed" in (plan.resolver or "")
             msg = (f"{p.subject}: {f['package']} {f['version']} is {f['why']}: "
                    + ("not judged offline (whether the index has wheels of it for the target is not known here)."
-                      if offline else "its build is not judged." if failed else
+                      if offline else "conda's solver is not run, so its build is not judged." if f.get("conda") else
+                      "its build is not judged." if failed else
                       "the resolver installs it, but the gate cannot judge its build."))
             fix = (["Run gate with an index reachable (without --offline): the resolver judges it by the index's own "
                     "files."] if offline else
