@@ -22,16 +22,14 @@ from envdoctor.gate.resolve import Resolution, _failure
 from tests.cli_run import run
 from tests.index_server import FakeIndex
 from tests.test_gate_resolve import RESOLVERS, _has_uv, served_files
+from tests.test_gate_untrusted import _resolving_env, repo  # noqa: F401 - repo: the shared checkout fixture
 
 PASCAL_470_PY312 = ["--driver", "470.82.01", "--gpu", "sm_61", "--python-version", "3.12"]
 A100_535_PY310 = ["--driver", "535.104.05", "--gpu", "sm_80", "--python-version", "3.10"]
 
 
 def _env(tmp_path, resolver, index_url):
-    return {"ENVDOCTOR_GATE_RESOLVER": resolver, "PIP_CONFIG_FILE": "/dev/null", "PIP_INDEX_URL": index_url,
-            "PIP_EXTRA_INDEX_URL": "", "PIP_FIND_LINKS": "", "UV_CACHE_DIR": str(tmp_path / "uv-cache"),
-            "PIP_CACHE_DIR": str(tmp_path / "pip-cache"), "PIP_NO_INPUT": "1", "UV_NO_CONFIG": "1",
-            "ENVDOCTOR_NO_CACHE": "1"}
+    return _resolving_env(tmp_path, resolver, index_url, ENVDOCTOR_NO_CACHE="1")
 
 
 def _gate(repo, name, text, *args, env):
@@ -44,13 +42,6 @@ def _gate(repo, name, text, *args, env):
 
 def _findings(unit, severity=None):
     return [f for f in unit["findings"] if severity is None or f["severity"] == severity]
-
-
-@pytest.fixture
-def repo(tmp_path):
-    root = tmp_path / "repo"
-    (root / ".git").mkdir(parents=True)
-    return root
 
 
 @pytest.mark.parametrize("resolver", RESOLVERS)

@@ -6,26 +6,12 @@ import json
 
 import pytest
 
-from tests.cli_run import run
 from tests.index_server import FakeIndex
 from tests.test_gate_resolve import RESOLVERS, served_files
-from tests.test_gate_untrusted import _resolving_env
+from tests.test_gate_untrusted import _gate, _resolving_env, repo  # noqa: F401 - repo: the shared checkout fixture
 
 OLD = ["--driver", "470.82.01", "--gpu", "sm_61", "--python-version", "3.11", "--offline"]
 PINNED = '[project]\nname = "x"\nversion = "1"\ndependencies = [\n  "torch==2.1.0",\n]\n'
-
-
-@pytest.fixture
-def repo(tmp_path):
-    root = tmp_path / "repo"
-    (root / ".git").mkdir(parents=True)
-    return root
-
-
-def _gate(cwd, *args, env=None):
-    base = {"ENVDOCTOR_GATE_RESOLVER": "off", "ENVDOCTOR_NO_CACHE": "1"}
-    base.update(env or {})
-    return run("gate", *args, cwd=str(cwd), env=base)
 
 
 def _project(root, rel, text=PINNED):
