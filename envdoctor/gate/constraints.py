@@ -102,20 +102,25 @@ def pin_rows() -> Dict[str, Tuple[PinRow, ...]]:
     return {k: tuple(sorted(v, key=lambda x: x.version)) for k, v in out.items()}
 
 
+def torch_patch_pythons(matrices: Any, spec: SpecifierSet) -> List[Tuple[Version, str]]:
+    """The torch patches of the matrices that ``spec`` admits, in the data's order, each with the Pythons its wheels
+    cover ("" where the data states none): what a companion pinned through ``spec`` can install with."""
+    out: List[Tuple[Version, str]] = []
+    for rel in list(getattr(matrices, "pytorch_releases", None) or []):
+        for prow in getattr(rel, "patch_rows", None) or []:
+            v = _ver(str(prow.version))
+            if v is not None and spec.contains(Version(v.public), prereleases=True):
+                out.append((Version(v.public), str(prow.python or rel.python or "")))
+    return out
+
+
 def companion_rows(matrices: Any) -> Dict[str, Tuple[PinRow, ...]]:
     """torchvision / torchaudio as pin rows, from the torch patches of the matrices (each companion release's
     Requires-Dist on torch, as the data records it; its Pythons: those of the torch patches it installs with -- the
     patch's own when it pins one torch, none stated when the torch releases it accepts cover different Pythons, as
     the torch line's own Python range then decides)."""
     out: Dict[str, List[PinRow]] = {}
-    pythons: Dict[Version, str] = {}
-    releases = list(getattr(matrices, "pytorch_releases", None) or [])
-    for rel in releases:
-        for prow in getattr(rel, "patch_rows", None) or []:
-            v = _ver(str(prow.version))
-            if v is not None:
-                pythons[Version(v.public)] = str(prow.python or rel.python or "")
-    for rel in releases:
+    for rel in list(getattr(matrices, "pytorch_releases", None) or []):
         for prow in getattr(rel, "patch_rows", None) or []:
             for name in ("torchvision", "torchaudio"):
                 cv = getattr(prow, name, None)
@@ -123,7 +128,7 @@ def companion_rows(matrices: Any) -> Dict[str, Tuple[PinRow, ...]]:
                 version = _ver(str(cv)) if cv else None
                 if version is None or spec is None:
                     continue
-                covered = {py for tv, py in pythons.items() if spec.contains(tv, prereleases=True)}
+                covered = {py for _, py in torch_patch_pythons(matrices, spec)}
                 py_text = covered.pop() if len(covered) == 1 else (None if covered else (prow.python or rel.python))
                 out.setdefault(name, []).append(PinRow(name, version, spec, _spec(py_text) if py_text else None,
                                                        str(getattr(prow, "source", "")) or "matrices: pytorch"))

@@ -37,7 +37,9 @@ from envdoctor.facts.platform import platform_of
 from envdoctor.frameworks import jax as jax_fw, registry, tensorflow as tf_fw, torch as torch_fw
 from envdoctor.frameworks.base import Target as FrameworkTarget, python_fits
 from envdoctor.frameworks.jax import jax_candidate
+from envdoctor.gate.constraints import companion_rows, plan_effects, torch_constraints, torch_patch_pythons
 from envdoctor.gate.inputs import IndexOption, InputRequirement, InputUnit, Location
+from envdoctor.gate.trust import known_index, known_indexes
 from envdoctor.snapshot import GPU, Driver, Evidence, Framework, Platform, ProbeStatus, PythonEnv, Snapshot
 from envdoctor.target_options import resolve_gpu
 
@@ -249,33 +251,36 @@ class Source:
 
 
 def classify_url(url: str) -> Tuple[str, Optional[str]]:
-    """What an index / find-links URL serves, as far as the data can tell."""
+    """What an index / find-links URL serves, as far as the data can tell (matrices/gate_indexes.toml)."""
     try:
         u = urlparse(url.strip())
     except ValueError:
         return "unknown", None
-    host = (u.hostname or "").lower()
-    path = (u.path or "").rstrip("/")
     if is_default_index(url):
         return "pypi", None
-    if host == "download.pytorch.org":
-        parts = [p for p in path.split("/") if p]
-        if not parts or parts[0] != "whl":
-            return "unknown", None
-        if len(parts) == 1 or parts[1] in ("torch_stable.html", "torch"):
+    known = known_index(url)
+    if known is not None and known.kind == "pytorch":
+        # PyTorch's index: /whl/ (all variants), /whl/torch_stable.html, /whl/torch/, /whl/<variant>, /whl/nightly
+        base = urlparse(known.url).path.rstrip("/")
+        parts = [p for p in (u.path or "").rstrip("/")[len(base):].split("/") if p]
+        if not parts or parts[0] in ("torch_stable.html", "torch"):
             return "torch-all", None
-        if parts[1] in ("nightly", "test"):
+        if parts[0] in ("nightly", "test"):
             return "torch-nightly", None
-        if _VARIANT.match(parts[1]):
-            return "torch-variant", parts[1]
+        if _VARIANT.match(parts[0]):
+            return "torch-variant", parts[0]
         return "unknown", None
-    if host == "storage.googleapis.com" and "jax-releases" in path:
-        return "jax-releases", None
-    if host in ("pypi.nvidia.com", "data.pyg.org", "dl.fbaipublicfiles.com", "developer.download.nvidia.com"):
-        return "other", None
-    if "pypi" in host or "/pypi" in path.lower():
+    if known is not None:
+        return ("jax-releases" if known.kind == "jax-releases" else "other"), None
+    host = (u.hostname or "").lower()
+    if "pypi" in host or "/pypi" in (u.path or "").lower():
         return "mirror", None
     return "unknown", None
+
+
+def jax_releases_page() -> str:
+    """The find-links page JAX's guide names for its CUDA jaxlib wheels (matrices/gate_indexes.toml)."""
+    return next((k.serving or k.url for k in known_indexes() if k.kind == "jax-releases"), "")
 
 
 def _source(url: str, via: str, loc: Optional[Location]) -> Source:
@@ -632,7 +637,6 @@ class _Planner:
     def indirect_constraints(self, by_family: Dict[str, List[InputRequirement]]) -> SpecifierSet:
         """The torch that lines such as xformers==0.0.20 / triton==2.0.0 allow (gate/constraints.py), as a specifier
         on the torch line; a torch line of its own where only they bring torch in."""
-        from envdoctor.gate.constraints import companion_rows, plan_effects, torch_constraints
 
         known = [Version(p) for rel in (self.m.pytorch_releases if self.m is not None else []) for p in rel.patches
                  if _v(p) is not None]
@@ -1004,14 +1008,9 @@ class _Planner:
         sp = _spec(requires if requires[:1] in "<>=!~" else f"=={requires}")
         if sp is None or self.m is None:
             return self.python_ok(fallback), fallback
-        for rel in self.m.pytorch_releases:
-            for prow in rel.patch_rows:
-                v = _v(prow.version)
-                if v is None or not sp.contains(v, prereleases=True):
-                    continue
-                py = prow.python or rel.python
-                if self.python_ok(py) is not False:
-                    return True if py else None, py
+        for _, py in torch_patch_pythons(self.m, sp):
+            if self.python_ok(py or None) is not False:
+                return (True if py else None), (py or None)
         return False, fallback
 
     def resolve_companion(self, name: str, reqs: List[InputRequirement], torch_pkg: Optional[PlannedPackage]) -> None:
@@ -1457,7 +1456,7 @@ class _Planner:
             if not [s for s in srcs.items if s.kind in ("jax-releases", "unknown", "direct")]:
                 self.problem("not-served", "error", primary.raw, reqs, package="jaxlib", version=str(ev),
                              sources=list(srcs.items),
-                             serving="https://storage.googleapis.com/jax-releases/jax_cuda_releases.html",
+                             serving=jax_releases_page(),
                              serving_option="--find-links",
                              ignored=[(r, o, v) for r in reqs for o, v in r.ignored_options], family="jax",
                              strategy=srcs.strategy)

@@ -25,6 +25,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from packaging.utils import canonicalize_name
 
 from envdoctor.gate.inputs import InputRequirement, InputUnit, Location
+from envdoctor.gate.trust import IndexPolicy, has_env_ref, refused_contacts
 
 DEFAULT_TIMEOUT = 180.0
 MANYLINUX_DEFAULT = "2_28"  # stated targets: the glibc of the manylinux_2_28 wheels torch and jaxlib publish
@@ -201,7 +202,7 @@ def resolver_input(unit: InputUnit, reqs: Sequence[InputRequirement]) -> Tuple[s
         if r.conda:
             continue
         why = _is_wheel_or_build(r)
-        if not why and "${" in (r.raw or "") + (r.marker or ""):
+        if not why and has_env_ref((r.raw or "") + (r.marker or "")):
             # pip and uv expand ${VAR} in a requirements file themselves: a variable gate did not expand never
             # reaches them
             why = "it names an environment variable gate does not expand (--env-var NAME)"
@@ -607,7 +608,6 @@ def _left_out(plan, res: Resolution) -> None:
 
 def _refused(unit: InputUnit, policy, guard, env: Optional[Mapping[str, str]]) -> List[Tuple[str, str]]:
     """(file:line, why) of each place the input would make the resolver contact that is not allowed."""
-    from envdoctor.gate.trust import IndexPolicy, refused_contacts
 
     if policy is None:
         policy = IndexPolicy.for_run(dict(os.environ if env is None else env))

@@ -29,7 +29,9 @@ MAX_PROBLEMS_PER_FILE = 5
 QUOTE_CHARS = 40
 
 _TOKEN = re.compile(r"[A-Za-z0-9._\-\[\]]+")
-_ENV_REF = re.compile(r"\$\{[A-Za-z0-9_]+\}")
+# pip expands ${NAME} with NAME in capitals, digits and _ only (pip/_internal/req/req_file.py); the one grammar
+# gate reads a variable reference by, in every input and URL
+ENV_REF = re.compile(r"\$\{(?P<name>[A-Z0-9_]+)\}")
 
 
 class OverBudget(ValueError):
@@ -50,7 +52,7 @@ def quote_token(text: str, pos: Optional[int] = None) -> str:
 
 
 def has_env_ref(text: str) -> bool:
-    return bool(_ENV_REF.search(text or ""))
+    return bool(ENV_REF.search(text or ""))
 
 
 def expandable_env(env: Mapping[str, str], names: Sequence[str]) -> Dict[str, str]:
@@ -162,9 +164,27 @@ def _parts(url: str) -> Optional[Tuple[str, str, Optional[int], str, bool]]:
             bool(u.username or u.password))
 
 
+@dataclass(frozen=True)
+class KnownIndex:
+    """One row of matrices/gate_indexes.toml: an index (and every URL under it) the data knows."""
+
+    url: str
+    kind: str  # pytorch | jax-releases | other
+    serves: str
+    contact: bool  # gate's resolver may contact it
+    serving: str = ""  # the page the framework's guide names (jax-releases)
+
+    def covers(self, url: str) -> bool:
+        """``url`` lies under this index, whatever its scheme (what it serves does not depend on http or https)."""
+        got, want = _parts(url), _parts(self.url)
+        if got is None or want is None:
+            return False
+        return got[1:3] == want[1:3] and (got[3] == want[3] or got[3].startswith(want[3] + "/"))
+
+
 @functools.lru_cache(maxsize=1)
-def framework_indexes() -> Tuple[Tuple[str, str], ...]:
-    """(URL prefix, what it serves) of the frameworks' own indexes, from matrices/gate_indexes.toml."""
+def known_indexes() -> Tuple[KnownIndex, ...]:
+    """The indexes matrices/gate_indexes.toml describes, in its order."""
     from envdoctor.knowledge.load import parse_toml_cached
     from envdoctor.resources import data_dir
 
@@ -172,8 +192,18 @@ def framework_indexes() -> Tuple[Tuple[str, str], ...]:
         data = parse_toml_cached((data_dir("matrices") / "gate_indexes.toml").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return ()
-    return tuple((str(r["url"]), str(r.get("serves", ""))) for r in data.get("index", [])
-                 if isinstance(r, dict) and isinstance(r.get("url"), str))
+    return tuple(KnownIndex(str(r["url"]), str(r.get("kind", "other")), str(r.get("serves", "")),
+                            r.get("contact", True) is not False, str(r.get("serving", "")))
+                 for r in data.get("index", []) if isinstance(r, dict) and isinstance(r.get("url"), str))
+
+
+def known_index(url: str) -> Optional[KnownIndex]:
+    return next((k for k in known_indexes() if k.covers(url)), None)
+
+
+def framework_indexes() -> Tuple[Tuple[str, str], ...]:
+    """(URL prefix, what it serves) of the frameworks' own indexes the resolver may contact."""
+    return tuple((k.url, k.serves) for k in known_indexes() if k.contact)
 
 
 @dataclass
@@ -214,13 +244,19 @@ class IndexPolicy:
         scheme, host, port, path, creds = got
         if creds:
             return "it holds credentials"
-        for a in self.allowed:
-            want = _parts(a)
-            if want is None or want[4]:
-                continue
-            if (scheme, host, port) == want[:3] and (path == want[3] or path.startswith(want[3] + "/")):
-                return None
+        if any(_under(url, a) for a in self.allowed):
+            return None
         return "it is not an allowed index"
+
+
+def _under(url: str, prefix: str) -> bool:
+    """``url`` is ``prefix`` or lies under it (same scheme, host and port; a path at or below its path); a prefix
+    holding credentials covers nothing."""
+    got, want = _parts(url), _parts(prefix)
+    if got is None or want is None or want[4]:
+        return False
+    path = got[3]
+    return got[:3] == want[:3] and (path == want[3] or path.startswith(want[3] + "/"))
 
 
 def refused_contacts(unit, policy: IndexPolicy, guard: Optional[Guard] = None,
@@ -275,6 +311,6 @@ def refused_contacts(unit, policy: IndexPolicy, guard: Optional[Guard] = None,
 
 
 __all__ = ["MAX_PROBLEMS_PER_FILE", "MAX_TOTAL_BYTES", "MAX_TOTAL_LINES", "Guard", "IndexPolicy", "OverBudget",
-           "expandable_env", "framework_indexes", "has_env_ref", "inside", "origin", "quote_token",
+           "ENV_REF", "KnownIndex", "expandable_env", "framework_indexes", "has_env_ref", "known_index", "known_indexes", "inside", "origin", "quote_token",
            "refused_contacts", "repository_root"]
 

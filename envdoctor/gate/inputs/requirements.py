@@ -11,7 +11,7 @@ from urllib.parse import unquote, urlparse
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from envdoctor.gate.trust import Guard, quote_token
+from envdoctor.gate.trust import ENV_REF, Guard, has_env_ref, quote_token
 from envdoctor.gate.inputs.local_project import add_local_project, local_dir, split_extras
 from envdoctor.gate.inputs.interface import (MAX_INCLUDE_DEPTH, IndexOption, InputProblem, InputRequirement, InputUnit,
                                              Location, Reader, _why, long_number)
@@ -22,7 +22,6 @@ from envdoctor.gate.inputs.interface import (MAX_INCLUDE_DEPTH, IndexOption, Inp
 # a line ending in a backslash continues on the next one (not a comment line); ${VAR} is expanded from the
 # environment when set; the first token starting with '-' ends the requirement and starts its options.
 _COMMENT = re.compile(r"(^|\s+)#.*$")
-_ENV_VAR = re.compile(r"\$\{(?P<name>[A-Z0-9_]+)\}")
 _NAME_AT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\s*(\[[^\]]*\])?\s*@")
 _ARCHIVE = (".whl", ".zip", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar")
 
@@ -79,7 +78,7 @@ def _expand_env(line: str, env: Mapping[str, str], unexpanded: Optional[List[str
         if unexpanded is not None and name not in unexpanded:
             unexpanded.append(name)
         return mm.group(0)
-    return _ENV_VAR.sub(one, line)
+    return ENV_REF.sub(one, line)
 
 
 def _break_args_options(line: str) -> Tuple[str, str]:
@@ -265,7 +264,7 @@ class _RequirementsLoader:
                 return
             req, perr = parse_requirement_text(args, loc)
             if perr:
-                if "${" in args:
+                if has_env_ref(args):
                     perr += " (an environment variable in it is not expanded: --env-var NAME expands it)"
                 self.problems.append(InputProblem(loc, perr))
                 return
