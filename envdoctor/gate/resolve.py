@@ -25,6 +25,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from packaging.utils import canonicalize_name
 
 from envdoctor.gate.inputs import InputRequirement, InputUnit, Location
+from envdoctor.gate.inputs.interface import read_text_file
 from envdoctor.gate.trust import IndexPolicy, has_env_ref, refused_contacts
 
 DEFAULT_TIMEOUT = 180.0
@@ -237,8 +238,11 @@ def _pyproject_for_uv(path: str, tmp: str) -> str:
                 break
             if entry.name not in ("pyproject.toml", os.path.basename(path)):
                 os.symlink(entry.path, os.path.join(mirror, entry.name))
-    with open(path, "rb") as src, open(os.path.join(mirror, "pyproject.toml"), "wb") as dst:
-        dst.write(src.read())
+    # the file is read again by the input reader's own rules (a regular file, bounded), as gate read it first: a
+    # file swapped for a FIFO or a huge one since then is an error here, not a hang
+    text = read_text_file(path)
+    with open(os.path.join(mirror, "pyproject.toml"), "w", encoding="utf-8") as dst:
+        dst.write(text)
     return os.path.join(mirror, "pyproject.toml")
 
 
@@ -297,8 +301,11 @@ def resolve_unit(unit: InputUnit, reqs: Sequence[InputRequirement], *, python: s
         if tool == "uv":
             src = [req_file]
             if _uv_project(unit):
-                src = [_pyproject_for_uv(unit.path, tmp)] + [f"--{k}={n}" for k, n in selected
-                                                               if k in ("extra", "group")]
+                try:
+                    project = _pyproject_for_uv(unit.path, tmp)
+                except (OSError, ValueError) as exc:
+                    return Resolution(tool, "error", message=f"{unit.path} cannot be read again for the resolver: {exc}")
+                src = [project] + [f"--{k}={n}" for k, n in selected if k in ("extra", "group")]
             argv = prefix + src + ["--python-version", python, "--no-build", "--no-header", "--emit-index-annotation",
                                    "--no-config", "--no-python-downloads", "--python", sys.executable,
                                    "--index-strategy", "unsafe-best-match" if unit.strategy == "pip" else "first-index"]
