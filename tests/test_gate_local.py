@@ -66,9 +66,56 @@ def test_dynamic_dependencies_are_not_judged_and_nothing_runs(repo, tmp_path):
     (repo / "requirements.txt").write_text("./dyn\n-e ./dyn2\n./missing\n")
     p = _gate(repo, "requirements.txt", *OLD)
     assert p.returncode == 0, (p.stdout, p.stderr)
-    assert "requirements.txt:1: ./dyn: a local project whose dependencies are dynamic (setup.py): not built" in p.stdout
+    assert "requirements.txt:1: ./dyn: a local project whose dependencies are dynamic (setup.py)" in p.stdout
     assert "requirements.txt:2: ./dyn2: a local project whose dependencies are dynamic (pyproject.toml)" in p.stdout
     assert "requirements.txt:3: ./missing: a local path that does not exist" in p.stdout
+    # listed as not judged, never as something gate assumed
+    assert "./dyn:" in p.stdout.split("not judged:", 1)[-1] and "assumed:" not in p.stdout, p.stdout
+    data = json.loads(_gate(repo, "requirements.txt", *OLD, "--format", "json").stdout)
+    assert [j["location"] for j in data["inputs"][0]["not_judged"]] == ["requirements.txt:1", "requirements.txt:2",
+                                                                        "requirements.txt:3"], data
+    assert not marker.exists()
+
+
+SETUP_CFG = ("[metadata]\nname = x\n\n[options]\ninstall_requires =\n    numpy\n    torch==2.1.0  # the pin\n"
+             "\n[options.extras_require]\njax = jax[cuda12]==0.4.30\n")
+
+
+@pytest.mark.parametrize("setup_py", [None, "import setuptools\n\nif __name__ == '__main__':\n    setuptools.setup()\n",
+                                      '"""x"""\nfrom setuptools import setup\nsetup()\n'])
+def test_setup_cfg_is_judged_where_no_setup_py_can_change_it(repo, setup_py):
+    d = repo / "x"
+    d.mkdir()
+    (d / "setup.cfg").write_text(SETUP_CFG)
+    if setup_py is not None:
+        (d / "setup.py").write_text(setup_py)
+    (repo / "requirements.txt").write_text("./x\n")
+    p = _gate(repo, "requirements.txt", *OLD)
+    assert p.returncode == 1 and "requirements.txt:1 (./x: setup.cfg:7): ED100 torch 2.1.0" in p.stdout, p.stdout
+    assert "jax" not in p.stdout  # an extra not asked for
+    (repo / "requirements.txt").write_text("./x[jax]\n")
+    p = _gate(repo, "requirements.txt", *OLD, "--format", "json")
+    assert any("requirements.txt:1 (./x: setup.cfg:10)" in locs for _, locs in _errors(p)), _errors(p)  # the extra's pin
+
+
+@pytest.mark.parametrize("setup_py, cfg", [
+    ("from setuptools import setup\nsetup(install_requires=['torch==1.13.1'])\n", SETUP_CFG),
+    ("import setuptools, os\nopen({marker!r}, 'w').write('x')\nsetuptools.setup()\n", SETUP_CFG),
+    (None, "[options]\ninstall_requires = file: requirements.in\n"),
+    (None, "[metadata]\nname = x\n"),
+])
+def test_setup_cfg_that_code_or_another_file_decides_is_not_judged(repo, tmp_path, setup_py, cfg):
+    marker = tmp_path / "RAN"
+    d = repo / "x"
+    d.mkdir()
+    (d / "setup.cfg").write_text(cfg)
+    (d / "requirements.in").write_text("torch==2.1.0\n")
+    if setup_py is not None:
+        (d / "setup.py").write_text(setup_py.format(marker=str(marker)))
+    (repo / "requirements.txt").write_text("./x\n")
+    p = _gate(repo, "requirements.txt", *OLD)
+    assert p.returncode == 0 and "ED100" not in p.stdout, p.stdout
+    assert "not judged:" in p.stdout and "./x: a local project whose dependencies are dynamic" in p.stdout, p.stdout
     assert not marker.exists()
 
 

@@ -598,6 +598,7 @@ class _Planner:
                 by_family.setdefault(fam, []).append(r)
         for line in self.unit.notes:
             self.note(line)
+        self.plan.not_judged.extend(self.unit.not_judged)
         torch_pkg = None
         self.torch_extra = self.indirect_constraints(by_family)
         if "torch" in by_family:
@@ -1615,6 +1616,7 @@ def merge_units(units: Sequence[InputUnit]) -> InputUnit:
         merged.requirements.extend(u.requirements)
         merged.indexes.extend(u.indexes)
         merged.notes.extend(u.notes)
+        merged.not_judged.extend(u.not_judged)
         merged.channels.extend(c for c in u.channels if c not in merged.channels)
         merged.sources.update(u.sources)
         merged.conflicts.extend(u.conflicts)

@@ -95,6 +95,7 @@ class InputUnit:
     extras: List[str] = field(default_factory=list)  # optional-dependency names defined
     groups: List[str] = field(default_factory=list)  # dependency-group names defined
     notes: List[str] = field(default_factory=list)  # what was assumed or skipped while reading
+    not_judged: List[Tuple[str, str]] = field(default_factory=list)  # (line, why): what reading found it cannot judge
     uv_urls: List[str] = field(default_factory=list)  # every URL under a pyproject's [tool.uv]
 
 

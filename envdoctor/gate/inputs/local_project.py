@@ -1,7 +1,10 @@
 """A local project a requirements line names (``./x``, ``-e .``, ``file:///p``, ``x @ file:///p``): judged by the
-dependencies its pyproject.toml declares statically; never built, its setup.py never run."""
+dependencies its pyproject.toml declares statically -- or its setup.cfg, where no setup.py can change them (none, or
+one that only calls ``setup()``, read as a syntax tree) -- never built, its setup.py never run."""
 from __future__ import annotations
 
+import ast
+import configparser
 import os
 from typing import List, Optional, Tuple
 from urllib.parse import unquote, urlparse
@@ -44,13 +47,16 @@ def add_local_project(path: str, extras: Tuple[str, ...], shown: str, loc: Locat
         problems.append(InputProblem(loc, f"{shown}: a local path, not read: {outside}"))
         return
     if not os.path.isdir(path):
-        unit.notes.append(f"{loc}: {shown}: a local path that does not exist (or is no directory): not judged")
+        unit.not_judged.append((str(loc), f"{shown}: a local path that does not exist (or is no directory)"))
         return
     pp = os.path.join(path, "pyproject.toml")
+    if not os.path.isfile(pp) and _setup_cfg(path, extras, shown, loc, unit, problems, read, guard, group,
+                                             constraint):
+        return
     if not os.path.isfile(pp):
         why = "setup.py" if os.path.exists(os.path.join(path, "setup.py")) else "no pyproject.toml"
-        unit.notes.append(f"{loc}: {shown}: a local project whose dependencies are dynamic ({why}): not built, "
-                          f"not judged")
+        unit.not_judged.append((str(loc), f"{shown}: a local project whose dependencies are dynamic ({why}): gate "
+                                          f"builds nothing"))
         return
     outside = guard.outside(pp, unit.path)  # a pyproject.toml that is a link leading out of the repository
     if outside:
@@ -64,13 +70,16 @@ def add_local_project(path: str, extras: Tuple[str, ...], shown: str, loc: Locat
     sub: List[InputProblem] = []
     data = _toml_loads(text, pp, sub)
     project = data.get("project") if isinstance(data, dict) else None
+    if not sub and not isinstance(project, dict) and _setup_cfg(path, extras, shown, loc, unit, problems, read, guard,
+                                                                group, constraint):
+        return  # a pyproject.toml with only [build-system]: setuptools reads setup.cfg
     if sub or not isinstance(project, dict):
-        unit.notes.append(f"{loc}: {shown}: its pyproject.toml declares no readable [project] table: not judged")
+        unit.not_judged.append((str(loc), f"{shown}: its pyproject.toml declares no readable [project] table"))
         return
     dynamic = project.get("dynamic", [])
     if isinstance(dynamic, list) and "dependencies" in dynamic:
-        unit.notes.append(f"{loc}: {shown}: a local project whose dependencies are dynamic (pyproject.toml): "
-                          f"not built, not judged")
+        unit.not_judged.append((str(loc), f"{shown}: a local project whose dependencies are dynamic "
+                                          f"(pyproject.toml): gate builds nothing"))
         return
     from envdoctor.gate.inputs.requirements import parse_requirement_text
 
@@ -96,3 +105,89 @@ def add_local_project(path: str, extras: Tuple[str, ...], shown: str, loc: Locat
         unit.requirements.append(req)
     if pp not in unit.files:
         unit.files.append(pp)
+
+
+def _only_calls_setup(text: str) -> bool:
+    """A setup.py that cannot change what setup.cfg declares: imports, a docstring and one bare ``setup()`` call
+    (perhaps under ``if __name__ == "__main__":``), read as a syntax tree, never run."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    calls = 0
+
+    def plain(stmts) -> bool:
+        nonlocal calls
+        for st in stmts:
+            if isinstance(st, (ast.Import, ast.ImportFrom)):
+                continue
+            if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant) and isinstance(st.value.value, str):
+                continue
+            if (isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and not st.value.args
+                    and not st.value.keywords and isinstance(st.value.func, (ast.Name, ast.Attribute))
+                    and (getattr(st.value.func, "id", None) or getattr(st.value.func, "attr", None)) == "setup"):
+                calls += 1
+                continue
+            if isinstance(st, ast.If) and not st.orelse and plain(st.body):
+                continue
+            return False
+        return True
+
+    return plain(tree.body) and calls == 1
+
+
+def _setup_cfg(path: str, extras: Tuple[str, ...], shown: str, loc: Location, unit: InputUnit,
+               problems: List[InputProblem], read: Reader, guard: Guard, group, constraint: bool) -> bool:
+    """Add the dependencies a setuptools project declares in setup.cfg (``[options] install_requires``, and
+    ``[options.extras_require]`` for the extras asked), when nothing can change them; False when it does not
+    apply (no setup.cfg, no such option, a setup.py that does more than ``setup()``, a ``file:`` directive)."""
+    cfg, spy = os.path.join(path, "setup.cfg"), os.path.join(path, "setup.py")
+    if not os.path.isfile(cfg):
+        return False
+    for f in (cfg, spy):
+        if os.path.exists(f) and guard.outside(f, unit.path):
+            return False
+    try:
+        if os.path.exists(spy) and not _only_calls_setup(read(spy)):
+            return False
+        text = read(cfg)  # the run's budgeted reader
+    except (OSError, ValueError):
+        return False
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(text, source=cfg)
+    except configparser.Error:
+        return False
+    if not parser.has_option("options", "install_requires"):
+        return False
+    values = [("options", "install_requires")]
+    if parser.has_section("options.extras_require"):
+        values += [("options.extras_require", k) for k in parser.options("options.extras_require")
+                   if canonicalize_name(k) in extras]
+    from envdoctor.gate.inputs.requirements import parse_requirement_text
+
+    lines = text.splitlines()
+    found: List[Tuple[str, int]] = []
+    for section, key in values:
+        raw = parser.get(section, key)
+        if raw.strip().startswith(("file:", "attr:")):
+            return False  # read from another file / the code at build time
+        for dep in raw.splitlines():
+            dep = dep.split(" #", 1)[0].strip()
+            if dep and not dep.startswith("#"):
+                found.append((dep, next((i + 1 for i, ln in enumerate(lines)
+                                         if ln.split(" #", 1)[0].strip() in (dep, f"{key} = {dep}", f"{key}={dep}")), 0)))
+    for dep, line in found:
+        dloc = Location(f"{loc} ({shown}: setup.cfg" + (f":{line})" if line else ")"), 0)
+        req, err = parse_requirement_text(dep, dloc)
+        if err:
+            problems.append(InputProblem(dloc, err))
+            continue
+        if req is None:
+            continue
+        req.group = group
+        req.constraint = constraint
+        unit.requirements.append(req)
+    if cfg not in unit.files:
+        unit.files.append(cfg)
+    return True
