@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -525,3 +526,46 @@ def test_gpu_lock_resolves_with_pip_and_pins_agree_with_the_data(capsys, m, tmp_
         pkg = canonicalize_name(pkg)
         assert pkg in got, pkg
         assert SpecifierSet(spec).contains(got[pkg], prereleases=True), (pkg, spec, got[pkg])
+
+
+@pytest.mark.parametrize("fmt", ["requirements", "conda", "json"])
+@pytest.mark.parametrize("source", ["stated", "snapshot"])
+def test_check_offers_the_relock_command_and_it_fits(capsys, tmp_path, fmt, source):
+    """The re-lock command lock --check prints is lock's own answer: run as printed it writes a lock that --check of
+    the same target then accepts, pinning what the message said."""
+    path = tmp_path / f"lock.{fmt}"
+    code, _, err = lock(capsys, "--driver", "580.65.06", "--gpu", "sm_90", "--python-version", "3.11",
+                        "--format", fmt, "-o", str(path))
+    assert code == 0, err
+    if source == "stated":
+        target = ["--driver", "535.104.05"]  # GPU and Python: as the lock assumed them
+    else:
+        target = ["--snapshot", save(tmp_path, machine(driver="535.104.05", gpus=["NVIDIA H100 80GB HBM3:9.0"],
+                                                       python="3.11.7"))]
+    code, out, _ = lock(capsys, "--check", str(path), *target)
+    assert code == 1 and "no longer fits" in out, out
+    said = re.search(r"re-lock for this target \(it pins (.+)\):\n  \$ (envdoctor lock .+)", out)
+    assert said, out
+    argv = shlex.split(said.group(2))
+    assert argv[:2] == ["envdoctor", "lock"] and argv[-3:] == ["-o", str(path), "--force"]
+    code, _, err = lock(capsys, *argv[2:])
+    assert code == 0, err
+    code, out, _ = lock(capsys, "--check", str(path), *target)
+    assert code == 0 and out.strip() == f"{path} fits: {said.group(1)}", out
+    # JSON says the same
+    code, out, _ = lock(capsys, "--check", str(path), *target, "--format", "json")
+    assert code == 0 and json.loads(out)["relock"] is None
+
+
+def test_check_says_when_no_relock_fits(capsys, tmp_path):
+    path = tmp_path / "l.txt"
+    assert lock(capsys, "--driver", "580.65.06", "--python-version", "3.11", "-o", str(path))[0] == 0
+    old = ["--driver", "418.40.04", "--gpu", "sm_70"]  # no CUDA build of torch runs on R418 (CUDA 10.1)
+    code, out, _ = lock(capsys, "--check", str(path), *old)
+    assert code == 1 and "no lock of these frameworks fits this target" in out, out
+    cmd = out.rsplit("$ ", 1)[1].strip()
+    assert "--driver 418.40.04" in cmd and " -o " not in cmd
+    code, _, err = lock(capsys, *shlex.split(cmd)[2:])
+    assert code == 1 and err, err  # lock itself says which constraints clash
+    code, out, _ = lock(capsys, "--check", str(path), *old, "--format", "json")
+    assert json.loads(out)["relock"]["fits"] is False

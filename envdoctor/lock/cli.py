@@ -91,8 +91,10 @@ def lock(cuda: Optional[str], driver: Optional[str], gpus: Tuple[str, ...], pyth
                                    snapshot_file=snapshot_file, timeout=timeout, frameworks=fw_given,
                                    companions=companions, for_check=bool(check_file))
     if check_file:
+        source = [a for flag, value in (("--python", python_path), ("--root", root_dir), ("--snapshot", snapshot_file))
+                  if value for a in (flag, str(value))]
         text, rc = check_lock(m, check_file, target, machine, fmt,
-                              given=given(cuda, driver, gpus, python_version, platform))
+                              given=given(cuda, driver, gpus, python_version, platform), source=source)
         write_stdout(text)
         sys.exit(rc)
 

@@ -3,6 +3,7 @@ writing a lock file, and re-checking one (envdoctor.lock.cli translates the opti
 platform the same way)."""
 from __future__ import annotations
 
+import shlex
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -12,7 +13,7 @@ from envdoctor.facts.platform import platform_key
 from envdoctor.infile import read_text_or_bad_input
 from envdoctor.knowledge import normalize_cc
 from envdoctor.lock.render import parse_lock
-from envdoctor.lock.resolve import COMPANIONS, PLATFORMS, Constraints, FrameworkRequest, GpuTarget, check
+from envdoctor.lock.resolve import COMPANIONS, PLATFORMS, Constraints, FrameworkRequest, GpuTarget, check, resolve
 from envdoctor.outfile import exists, same_as, write_output
 from envdoctor.outfile import resolve as resolve_output
 from envdoctor.redact import redact_output
@@ -153,8 +154,43 @@ def write_lock(path: str, text: str, force: bool) -> bool:
     return True
 
 
-def check_lock(m: Any, path: str, target: Any, machine: Any, fmt: str, given: Dict[str, bool]) -> Tuple[str, int]:
-    """lock --check FILE: does the lock still fit the target? (the answer's text, 0 it fits / 1 it does not)."""
+def _relock(m: Any, path: str, parsed: Any, rec: Dict[str, Any], target: Any, machine: Any,
+            source: Sequence[str]) -> Dict[str, Any]:
+    """The ``envdoctor lock`` command that writes a lock of the same frameworks for this target over ``path``, and
+    what it pins (lock's own resolution, run here: the command is offered only with what it would do)."""
+    names = [str(x["framework"]) for x in rec.get("picks") or [] if isinstance(x, dict) and x.get("framework")]
+    cpu = bool(rec.get("cpu")) or bool(target.cpu)
+    args: List[str] = ["envdoctor", "lock", *source]
+    if machine is None:  # stated facts: every part, including what --check took from the lock
+        for flag, value in (("--driver", target.driver), ("--cuda", target.cuda),
+                            ("--python-version", target.python), ("--platform", target.platform)):
+            if value:
+                args += [flag, str(value)]
+        for g in target.gpus:
+            args += ["--gpu", g.label or g.sm]
+    else:
+        for flag, value in (("--driver", target.driver if target.origin.get("driver", "").startswith("--") else None),
+                            ("--cuda", target.cuda if target.origin.get("cuda", "").startswith("--") else None)):
+            if value:
+                args += [flag, str(value)]
+    if cpu:
+        args.append("--cpu")
+    args += [f"--{n}" for n in names]
+    if parsed.fmt in ("conda", "json"):
+        args += ["--format", parsed.fmt]
+    if rec.get("name"):
+        args += ["--name", str(rec["name"])]
+    args += ["-o", path, "--force"]
+    fresh = resolve(target.copy(frameworks=[FrameworkRequest(n) for n in names] or target.frameworks, cpu=cpu), m,
+                    explain=False)
+    picks = [c.label for c in fresh.picks] if getattr(fresh, "ok", False) else []
+    return {"command": " ".join(shlex.quote(a) for a in args), "fits": bool(picks), "picks": picks}
+
+
+def check_lock(m: Any, path: str, target: Any, machine: Any, fmt: str, given: Dict[str, bool],
+               source: Sequence[str] = ()) -> Tuple[str, int]:
+    """lock --check FILE: does the lock still fit the target? (the answer's text, 0 it fits / 1 it does not); when
+    it does not, the command that re-locks for the target (``source``: the options naming the machine read)."""
     text = read_text_or_bad_input(path, "--check")
     parsed = parse_lock(text, where=path)
     if not parsed.requirements:
@@ -178,13 +214,22 @@ def check_lock(m: Any, path: str, target: Any, machine: Any, fmt: str, given: Di
         result.problems.append(f"no usable NVIDIA driver on the target (driver state: {state}): the CUDA builds "
                                f"{', '.join(c.label for c in result.picks if c.kind == 'cuda')} cannot run")
         result.ok = False
+    relock = None if result.ok else _relock(m, path, parsed, rec, target, machine, source)
     if fmt == "json":
         data = result.to_dict()
         data["file"] = path
         data["target"] = target.to_dict()
+        data["relock"] = relock
         text = dump_json(data)
     elif result.ok:
         text = f"{path} fits: {', '.join(c.label for c in result.picks)}"
     else:
-        text = "\n".join([f"{path} no longer fits:"] + [f"  - {prob}" for prob in result.problems])
+        lines = [f"{path} no longer fits:"] + [f"  - {prob}" for prob in result.problems]
+        assert relock is not None
+        if relock["fits"]:
+            lines += [f"re-lock for this target (it pins {', '.join(relock['picks'])}):", f"  $ {relock['command']}"]
+        else:
+            lines += ["no lock of these frameworks fits this target; this says which constraints clash:",
+                      f"  $ {relock['command'].rsplit(' -o ', 1)[0]}"]
+        text = "\n".join(lines)
     return redact_output(text), 0 if result.ok else 1
