@@ -464,3 +464,17 @@ def test_findings_ok_and_no_gpu_severity():
 
 def test_progress_protocol_marker_is_shared():
     assert MARKER in program_source("torch")
+
+
+def test_text_folds_the_gpu_steps_of_a_machine_without_gpu_into_one_line():
+    from envdoctor.smoke.render import render_text
+
+    res = CmdResult(["python"], "ok", 0, duration_s=1.0)
+    runs = [assemble(fw, plan(fw), _events(*_all_ok_cpu(fw)) + [{"event": "done"}], res, 10.0)
+            for fw in ("torch", "jax")]
+    text = render_text(SmokeRun(python="/p/python", frameworks=runs))
+    assert "not available   " not in text and text.count("no GPU") == 2 + 1, text  # a line per framework + summary
+    gpu_steps = [n for n, d in plan("torch") if d == "gpu"]
+    assert f"- {len(gpu_steps)} GPU steps not available (no GPU): matmul, conv" in text, text
+    verbose = render_text(SmokeRun(python="/p/python", frameworks=runs), verbose=True)
+    assert verbose.count("not available   ") == sum(d == "gpu" for fw in ("torch", "jax") for _, d in plan(fw))

@@ -117,3 +117,11 @@ def test_check_smoke_rejects_a_saved_snapshot(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "envdoctor", "check", "--smoke", "--snapshot", str(p)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "--smoke" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_real_text_output_says_no_gpu_once_per_framework(fw_python):
+    proc, _ = _smoke(fw_python, "--format", "text")  # the later --format wins over the helper's json
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    folded = [ln for ln in proc.stdout.splitlines() if "GPU steps not available (no GPU):" in ln]
+    assert len(folded) == sum(1 for ln in proc.stdout.splitlines() if ln.startswith("[")), proc.stdout
+    assert " not available  " not in proc.stdout, proc.stdout

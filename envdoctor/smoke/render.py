@@ -56,6 +56,12 @@ def render_text(run: SmokeRun, color: bool = False, verbose: bool = False) -> st
         status = fw.status if fw.status in BAD else "ok"
         lines.append(style(f"[{MARK[status]}] {_fw_title(fw)}: {_fw_status_line(fw)}", status))
         steps = list(fw.steps)
+        # a machine without a GPU: one line for every GPU step, not one "not available" row each
+        no_gpu = [s for s in steps if s.status == "not_available" and s.code == "no_gpu"]
+        if len(no_gpu) > 1 and not verbose:
+            steps = [s for s in steps if s not in no_gpu]
+        else:
+            no_gpu = []
         while steps:
             s = steps.pop(0)
             same = 0
@@ -76,6 +82,10 @@ def render_text(run: SmokeRun, color: bool = False, verbose: bool = False) -> st
                     lines.append(f"        hint: {s.hint}")
             elif verbose and s.numbers:
                 lines.append("        " + ", ".join(f"{k}={_num(v)}" for k, v in s.numbers.items()))
+        if no_gpu:
+            names = ", ".join(dict.fromkeys(s.label.replace(" (gpu)", "") for s in no_gpu))
+            detail = no_gpu[0].detail if all(s.detail == no_gpu[0].detail for s in no_gpu) else "no GPU"
+            lines.append(f"    {MARK['not_available']} {len(no_gpu)} GPU steps not available ({detail}): {names}")
         shown = "\n".join(s.detail for s in fw.steps if s.status in BAD)
         for n in [n for n in fw.notes if n not in shown][:5]:
             if verbose or fw.status in BAD or not fw.gpus:
