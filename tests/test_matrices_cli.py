@@ -92,9 +92,25 @@ def test_show_json_rows_carry_provenance(capsys):
     assert all("plugins" not in r for r in rows)
 
 
-def test_show_text(capsys):
-    code, out, _ = run(capsys, "matrices", "show", "TensorFlow")
+def test_show_toml(capsys):
+    code, out, _ = run(capsys, "matrices", "show", "TensorFlow", "--format", "toml")
     assert code == 0 and out.startswith("[[release]]  # ") and 'tested = "2.15.0"' in out
+
+
+def test_show_text_is_a_table_per_row_kind(capsys):
+    m = load_matrices()
+    code, out, _ = run(capsys, "matrices", "show", "cuda_driver")
+    lines = out.splitlines()
+    assert code == 0 and lines[0] == f"release ({len(m.cuda_releases)} rows)", lines[:3]
+    head = lines[1].split()
+    assert head[:2] == ["version", "label"] and head[-1] == "from" and "source" not in head and "verified" not in head
+    assert set(lines[2].replace(" ", "")) == {"-"}
+    rows = lines[3:3 + len(m.cuda_releases)]
+    assert [r.split()[0] for r in rows] == [r.version for r in m.cuda_releases]
+    first = m.cuda_releases[0]
+    assert first.driver_linux in rows[0].split() and rows[0].split()[-1].startswith("cuda_driver.toml:")
+    assert lines[-1] == "source and verified of each row: --format toml (or json)"
+    assert max(len(ln) for ln in lines) < 400  # long prose stays in the toml / json views
 
 
 def test_show_unknown_table(capsys):

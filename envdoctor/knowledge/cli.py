@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import click
 
@@ -72,9 +72,45 @@ def list_cmd(fmt: str, cache_dir: Optional[str]) -> None:
         click.echo(f"warning: {w}", err=True)
 
 
+# long prose fields: in the JSON and TOML views, not in the table's cells
+_PROSE = ("source", "verified", "note", "why", "summary")
+_CELL = 28
+
+
+def _cell(v: Any) -> str:
+    text = v if isinstance(v, str) else ("yes" if v is True else "no" if v is False else
+                                         ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else
+                                         "" if v is None else str(v))
+    text = " ".join(str(text).split())
+    return text if len(text) <= _CELL else text[:_CELL - 1] + "…"
+
+
+def _table_text(rows: List[Dict[str, Any]]) -> str:
+    """One table per row kind: a column per field (prose fields left out), the row's file:line last."""
+    out: List[str] = []
+    for kind in dict.fromkeys(r["kind"] for r in rows):
+        group = [r for r in rows if r["kind"] == kind]
+        cols = [k for k in dict.fromkeys(k for r in group for k in r)
+                if k not in ("kind", "origin", "unverified", *_PROSE) and not k.endswith("_note")
+                and not all(isinstance(r.get(k), (dict, type(None))) for r in group)]
+        cells = [[_cell(r.get(c)) for c in cols] + [("UNVERIFIED " if r["unverified"] else "")
+                                                    + Path(str(r.get("origin", ""))).name] for r in group]
+        head = cols + ["from"]
+        widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(head)]
+        out.append(f"{kind} ({len(group)} rows)")
+        out.append("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
+        out.append("  ".join("-" * w for w in widths))
+        out += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+        out.append("")
+    out.append("source and verified of each row: --format toml (or json)")
+    return "\n".join(out)
+
+
 @matrices.command(name="show")
 @click.argument("table", shell_complete=complete_table)
-@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(("text", "toml", "json")), default="text", show_default=True,
+              help="text: a table per row kind; toml: every field of every row, with the file:line it came from; "
+                   "json: a list of row objects.")
 @click.option("--cache-dir", metavar="DIR", help="Read refreshed tables from DIR instead of the default user cache.")
 def show_cmd(table: str, fmt: str, cache_dir: Optional[str]) -> None:
     """The rows of TABLE (json: a list of row objects with source and verified)."""
@@ -85,6 +121,9 @@ def show_cmd(table: str, fmt: str, cache_dir: Optional[str]) -> None:
     rows = [row_dict(kind, r) for kind, rs in table_rows(m, name).items() for r in rs]
     if fmt == "json":
         click.echo(dump_json(rows))
+        return
+    if fmt == "text":
+        click.echo(_table_text(rows))
         return
     from envdoctor.knowledge.refresh import _toml_key, _toml_value
 
