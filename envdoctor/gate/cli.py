@@ -16,6 +16,7 @@ import click
 from envdoctor.cli_options import Seconds, complete_rule_ids, force_option, format_option, target_options
 from envdoctor.doctor import split_ids
 from envdoctor.emit import emit
+from envdoctor.progress import Status
 from envdoctor.errors import BadInput
 from envdoctor.formats.marks import use_color
 from envdoctor.gate.core import discover_inputs, run_gate, split_gpus
@@ -73,12 +74,13 @@ def gate(files: Tuple[str, ...], snapshot_file: Optional[str], python_opt: Optio
         raise BadInput("no input files: name requirements*.txt, pyproject.toml, environment.yml, pylock.toml or uv.lock "
                        "files (none found in the current folder)")
     python_path, python_version = python_target(python_opt, python_version)
-    result = run_gate(paths, snapshot_file=snapshot_file, driver=driver, gpus=split_gpus(gpus), python_opt=python_path,
-                      python_version=python_version, cuda=cuda,
-                      platform=platform, glibc=glibc, cpu=cpu, root_dir=root_dir, timeout=timeout, extras=extras, groups=groups,
-                      together=together, fresh=fresh, pre=pre, strict=strict, only=split_ids(only),
-                      skip=split_ids(skip), fmt=fmt, offline=offline, kind=kind, allow_outside=allow_outside,
-                      env_vars=env_vars, allow_index=allow_index)
+    with Status() as status:
+        result = run_gate(paths, snapshot_file=snapshot_file, driver=driver, gpus=split_gpus(gpus), python_opt=python_path,
+                          python_version=python_version, cuda=cuda,
+                          platform=platform, glibc=glibc, cpu=cpu, root_dir=root_dir, timeout=timeout, extras=extras, groups=groups,
+                          together=together, fresh=fresh, pre=pre, strict=strict, only=split_ids(only),
+                          skip=split_ids(skip), fmt=fmt, offline=offline, kind=kind, allow_outside=allow_outside,
+                          env_vars=env_vars, allow_index=allow_index, status=status)
     color = use_color(sys.stdout.isatty(), output)
     emit(render(result, fmt, verbose=verbose, color=color, workspace=os.environ.get("GITHUB_WORKSPACE")), output,
          force_output)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Any, Dict, Iterable, List, NoReturn, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, NoReturn, Optional, Sequence, Tuple
 
 from packaging.utils import canonicalize_name
 
@@ -134,11 +134,12 @@ def run_gate(paths: Sequence[str], *, snapshot_file: Optional[str] = None, drive
              strict: bool = False, only: Sequence[str] = (), skip: Sequence[str] = (), fmt: str = "text",
              env: Optional[Dict[str, str]] = None, offline: bool = False, kind: Optional[str] = None,
              python_version: Optional[str] = None, cuda: Optional[str] = None, allow_outside: bool = False,
-             env_vars: Sequence[str] = (), allow_index: Sequence[str] = (), glibc: Optional[str] = None) -> GateResult:
+             env_vars: Sequence[str] = (), allow_index: Sequence[str] = (), glibc: Optional[str] = None,
+             status: Optional[Callable[..., None]] = None) -> GateResult:
     """Read the inputs, build the target, plan and judge each input: a GateResult (BadInput for usage / input).
     The inputs may be someone else's (envdoctor/gate/trust.py): includes stay in the repository unless
     ``allow_outside``, ``${VAR}`` expands only the ``env_vars`` named, and the resolver contacts only allowed
-    indexes (pip's, the frameworks', ``allow_index``)."""
+    indexes (pip's, the frameworks', ``allow_index``). ``status(text, done, total)`` hears what it is waiting on."""
     from envdoctor.gate.trust import Guard, IndexPolicy, expandable_env
 
     environ = dict(os.environ) if env is None else env
@@ -163,7 +164,9 @@ def run_gate(paths: Sequence[str], *, snapshot_file: Optional[str] = None, drive
         units = [merge_units(units)]
     results = []
     policy = None if offline else IndexPolicy.for_run(environ, allow_index)
-    for unit in units:
+    for i, unit in enumerate(units):
+        if status is not None:
+            status(f"gate: judging {unit.path}" + ("" if offline else " (asking the resolver)"), i + 1, len(units))
         plan = plan_for_target(unit, snap, matrices, selected=selected, pre=pre, offline=offline, env=environ,
                                policy=policy, guard=guard)
         _over, located = judge(plan, snap, matrices, rules, fresh=fresh)

@@ -18,6 +18,7 @@ from envdoctor.cli_options import Count, Seconds, complete_table
 from envdoctor.errors import BadInput
 from envdoctor.knowledge import bundled_dir, default_cache_dir, load_matrices
 from envdoctor.knowledge.rows import TABLE_NAMES, row_dict, table_rows
+from envdoctor.progress import Status
 from envdoctor.snapshot_io import dump_json
 
 def _load(cache_dir: Optional[str]):
@@ -174,7 +175,8 @@ def verify_cmd(index_urls, tables: str, fmt: str, strict: bool, timeout: float, 
     client, _ = _client(index_urls, timeout)
     m = _load(cache_dir)
     chosen = TABLE_CHOICES if tables == "all" else (tables,)
-    result = verify(m, client, chosen, workers=workers, total_timeout=total_timeout)
+    with Status() as status:
+        result = verify(m, client, chosen, workers=workers, total_timeout=total_timeout, status=status)
     if fmt == "json":
         click.echo(dump_json(result.to_dict(strict)))
     else:

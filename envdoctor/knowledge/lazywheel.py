@@ -23,6 +23,7 @@ Results (metadata or the reason it could not be read) are kept per client, so a 
 """
 from __future__ import annotations
 
+import itertools
 import struct
 import threading
 import time
@@ -461,8 +462,10 @@ def remote_wheel_metadata(client, dist, deadline: Optional[float] = None):
     return meta
 
 
-def prefetch(client, dists, workers: int = DEFAULT_WORKERS, total_timeout: Optional[float] = None) -> None:
-    """Read the METADATA of ``dists`` (those without a PEP 658 file), ``workers`` at a time.
+def prefetch(client, dists, workers: int = DEFAULT_WORKERS, total_timeout: Optional[float] = None,
+             status=None) -> None:
+    """Read the METADATA of ``dists`` (those without a PEP 658 file), ``workers`` at a time; ``status(text, done,
+    total)`` hears each one read.
 
     Reads not finished within ``total_timeout`` seconds are recorded as failures ("ran out of time").
     """
@@ -479,6 +482,15 @@ def prefetch(client, dists, workers: int = DEFAULT_WORKERS, total_timeout: Optio
     pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="envdoctor-lazywheel")
     try:
         futures = {pool.submit(remote_wheel_metadata, client, d, deadline): d for d in todo}
+        if status is not None:
+            read = itertools.count(1)  # next() on it is atomic: the callbacks run in the pool's threads
+
+            def one_read(_fut) -> None:
+                status("reading wheel metadata (HTTP range requests)", next(read), len(todo))
+
+            status("reading wheel metadata (HTTP range requests)", 0, len(todo))
+            for fut in futures:
+                fut.add_done_callback(one_read)
         wait(list(futures), timeout=total_timeout)
         for fut, d in futures.items():
             if not fut.done():

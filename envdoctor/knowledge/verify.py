@@ -309,19 +309,25 @@ class _Verifier:
 
 
 def verify(matrices, client: IndexClient, tables: Sequence[str] = TABLE_CHOICES,
-           workers: int = lazywheel.DEFAULT_WORKERS, total_timeout: Optional[float] = DEFAULT_TOTAL_TIMEOUT) -> VerifyResult:
-    """Compare ``tables`` with the index; raises IndexUnavailable when the index cannot be read.
+           workers: int = lazywheel.DEFAULT_WORKERS, total_timeout: Optional[float] = DEFAULT_TOTAL_TIMEOUT,
+           status=None) -> VerifyResult:
+    """Compare ``tables`` with the index; raises IndexUnavailable when the index cannot be read; ``status(text,
+    done, total)`` hears what it waits on.
 
     Wheels without a PEP 658 file are first read concurrently (``workers`` at a time, all within
     ``total_timeout`` seconds); a wheel not read in time is reported as not checked, with the reason.
     """
     result = VerifyResult(index_urls=list(client.urls), tables=list(tables))
     first = _Verifier(matrices, client, VerifyResult(index_urls=[], tables=[]), collect=True)
-    for t in tables:
+    for i, t in enumerate(tables):
+        if status is not None:
+            status(f"matrices verify: reading the index's {t} pages", i + 1, len(tables))
         getattr(first, t)()
-    lazywheel.prefetch(client, first.wanted, workers=workers, total_timeout=total_timeout)
+    lazywheel.prefetch(client, first.wanted, workers=workers, total_timeout=total_timeout, status=status)
     v = _Verifier(matrices, client, result)
     for t in tables:
+        if status is not None:
+            status(f"matrices verify: comparing {t}")
         getattr(v, t)()
     st = lazywheel.stats(client)
     result.range_reads = {"wheels": st.wheels, "requests": st.requests, "bytes": st.bytes, "local_copies": st.local}

@@ -1,0 +1,102 @@
+"""Progress on waits: a status line on stderr when stderr is a terminal (a real pty here), nothing on a pipe, with
+TERM=dumb or ENVDOCTOR_NO_PROGRESS, and never drawn over what the command itself writes."""
+from __future__ import annotations
+
+import os
+import pty
+import select
+import subprocess
+import sys
+
+import pytest
+
+from envdoctor.progress import FRAMES
+from tests.index_server import FakeIndex, all_recorded
+
+
+def _env(**extra):
+    env = dict(os.environ, TERM="xterm", PIP_CONFIG_FILE=os.devnull)
+    env.pop("ENVDOCTOR_NO_PROGRESS", None)
+    env.update(extra)
+    return env
+
+
+def _on_pty(argv, env, cwd=None):
+    """Run envdoctor with stderr on a pseudo-terminal and stdout on a pipe: (exit code, stdout, stderr bytes)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "envdoctor", *argv], stdout=subprocess.PIPE, stderr=slave,
+                            stdin=subprocess.DEVNULL, env=env, cwd=cwd)
+    os.close(slave)
+    err = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed its end
+                break
+            if not chunk:
+                break
+            err += chunk
+        elif proc.poll() is not None:
+            break
+    out = proc.stdout.read()
+    rc = proc.wait(timeout=120)
+    os.close(master)
+    return rc, out.decode(), err
+
+
+def _piped(argv, env, cwd=None):
+    p = subprocess.run([sys.executable, "-m", "envdoctor", *argv], capture_output=True, text=True, env=env, cwd=cwd,
+                       timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def _spun(err: bytes) -> bool:
+    return any(f.encode() in err for f in FRAMES)
+
+
+@pytest.fixture
+def reqs(tmp_path):
+    (tmp_path / "requirements.txt").write_text("torch==2.5.1\nnumpy\n")
+    return tmp_path
+
+
+GATE = ["gate", "requirements.txt", "--cpu", "--python-version", "3.11", "--offline"]
+
+
+def test_gate_shows_progress_on_a_terminal_and_nothing_on_a_pipe(reqs):
+    rc, out, err = _on_pty(GATE, _env(), cwd=reqs)
+    assert rc == 0 and _spun(err), err
+    assert b"gate: judging requirements.txt [1/1]" in err
+    assert err.endswith(b"\r\x1b[K"), err[-40:]  # the line is erased before the report
+    prc, pout, perr = _piped(GATE, _env(), cwd=reqs)
+    assert (prc, pout, perr) == (0, out, ""), perr  # the same report; nothing extra on a pipe
+
+
+@pytest.mark.parametrize("extra", [{"TERM": "dumb"}, {"ENVDOCTOR_NO_PROGRESS": "1"}])
+def test_progress_can_be_turned_off(reqs, extra):
+    rc, _, err = _on_pty(GATE, _env(**extra), cwd=reqs)
+    assert rc == 0 and err == b"", err
+
+
+def test_an_input_error_is_never_drawn_over(reqs):
+    (reqs / "requirements.txt").write_text("torch==2.5.1\nnot a requirement!\n")
+    rc, _, err = _on_pty(GATE, _env(), cwd=reqs)
+    assert rc == 2 and not _spun(err), err
+    assert err.decode().startswith("envdoctor: error: requirements.txt:2"), err
+
+
+def test_matrices_verify_counts_the_wheels_it_reads():
+    with FakeIndex(all_recorded(), mode="nometa") as idx:
+        argv = ["matrices", "verify", "--index-url", idx.url, "--table", "jax"]
+        rc, out, err = _on_pty(argv, _env())
+        prc, pout, perr = _piped(argv, _env())
+    assert rc == prc and out == pout and not _spun(perr.encode()), perr
+    text = err.decode()
+    assert "matrices verify: reading the index's jax pages" in text, text[-500:]
+    counts = [tuple(map(int, seg.split("]")[0].split("/")))
+              for seg in text.split("reading wheel metadata (HTTP range requests) [")[1:]]
+    assert counts and len({t for _, t in counts}) == 1 and counts[0][1] > 1, counts  # one total, counted up to it
+    assert [d for d, _ in counts] == sorted(d for d, _ in counts) and counts[-1][0] <= counts[-1][1], counts
+    assert err.endswith(b"\r\x1b[K")
