@@ -210,8 +210,11 @@ class FakeIndex:
             for fn, digest in entries:
                 item = {"filename": fn, "url": f"../../files/{quote(fn)}", "hashes": {}, "requires-python": None}
                 if digest and not self.no_metadata:
+                    # the keys the default index's JSON pages carry (PEP 714: core-metadata, and the
+                    # data-dist-info-metadata it served before); never the PEP 691 "dist-info-metadata" key, which
+                    # pip before 23.2 cannot parse (pypa/pip#12042) and which that index therefore never served
                     item["core-metadata"] = {"sha256": digest}
-                    item["dist-info-metadata"] = {"sha256": digest}
+                    item["data-dist-info-metadata"] = {"sha256": digest}
                 data["files"].append(item)
             return "application/vnd.pypi.simple.v1+json", json.dumps(data).encode()
         rows = []

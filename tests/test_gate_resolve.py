@@ -255,3 +255,21 @@ def test_a_uv_project_is_resolved_without_pips_configuration(tmp_path):
                           "--allow-index", idx.url, name="pyproject.toml", pip_conf=str(conf))
     assert data["inputs"][0]["resolver"].startswith("uv for Python 3.10"), data["inputs"][0]["resolver"]
     assert _torch_of(data) == ["2.0.1"] and code == 0
+
+
+def test_a_resolver_that_crashes_is_not_read_as_a_failed_resolution(tmp_path, index, monkeypatch):
+    """pip before 23.2 dies with a traceback on an index serving the PEP 691 ``dist-info-metadata`` key
+    (pypa/pip#12042): a crash says nothing about the requirements, so gate judges offline and says why."""
+    shadow = tmp_path / "shadow" / "pip"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("")
+    (shadow / "__main__.py").write_text("import sys\nsys.stderr.write('Traceback (most recent call last):\\n  File x\\n"
+                                        "TypeError: unhashable type: \\'dict\\'\\n')\nsys.exit(2)\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "shadow"))
+    code, data = gate(tmp_path, "pip", index.url, "torch==2.0.1\n", *PASCAL_470)
+    unit = data["inputs"][0]
+    assert unit["resolver"].startswith("offline (pip could not resolve: pip crashed (TypeError: unhashable type"), \
+        unit["resolver"]
+    ids = {f["id"] for f in unit["findings"]}
+    assert not ids & {"ED803", "ED804"}, ids  # no cause read from the crash's words
+    assert [p["version"] for p in unit["packages"] if p["name"] == "torch"] == ["2.0.1"]

@@ -340,7 +340,14 @@ def resolve_unit(unit: InputUnit, reqs: Sequence[InputRequirement], *, python: s
             out.status, out.message = "unreachable", res.reason
             return out
         if res.status != "ok":
-            return _failure(out, (res.stderr or "") + "\n" + (res.stdout or ""))
+            said = (res.stderr or "") + "\n" + (res.stdout or "")
+            if "Traceback (most recent call last)" in said:
+                # the resolver itself crashed (pip before 23.2 on an index's PEP 691 metadata key): its words say
+                # nothing about the requirements, so the input is judged offline, saying why
+                last = [ln.strip() for ln in said.splitlines() if ln.strip()][-1:]
+                out.status, out.message = "error", f"{tool} crashed ({last[0][:160] if last else 'a traceback'})"
+                return out
+            return _failure(out, said)
         if tool == "uv":
             out.dists = parse_uv_output(res.stdout)
         else:
