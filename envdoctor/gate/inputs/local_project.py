@@ -81,8 +81,6 @@ def add_local_project(path: str, extras: Tuple[str, ...], shown: str, loc: Locat
         unit.not_judged.append((str(loc), f"{shown}: a local project whose dependencies are dynamic "
                                           f"(pyproject.toml): gate builds nothing"))
         return
-    from envdoctor.gate.inputs.requirements import parse_requirement_text
-
     lf = _LineFinder(text)
     where = f"{loc} ({shown}: pyproject.toml"
     deps = project.get("dependencies", [])
@@ -92,8 +90,16 @@ def add_local_project(path: str, extras: Tuple[str, ...], shown: str, loc: Locat
         for name, vals in opt.items():
             if canonicalize_name(str(name)) in extras and _str_list(vals) is not None:
                 items.extend((d, name) for d in vals)
-    for dep, _extra in items:
-        dloc = Location(f"{where}:{lf.literal(dep, 0)})", 0)
+    _add_declared([(d, Location(f"{where}:{lf.literal(d, 0)})", 0)) for d, _extra in items], pp, unit, problems,
+                  group, constraint)
+
+
+def _add_declared(deps: List[Tuple[str, Location]], declared_in: str, unit: InputUnit, problems: List[InputProblem],
+                  group, constraint: bool) -> None:
+    """The requirements a local project declares, each located at the line that names the project."""
+    from envdoctor.gate.inputs.requirements import parse_requirement_text
+
+    for dep, dloc in deps:
         req, err = parse_requirement_text(dep, dloc)
         if err:
             problems.append(InputProblem(dloc, err))
@@ -103,8 +109,8 @@ def add_local_project(path: str, extras: Tuple[str, ...], shown: str, loc: Locat
         req.group = group
         req.constraint = constraint
         unit.requirements.append(req)
-    if pp not in unit.files:
-        unit.files.append(pp)
+    if declared_in not in unit.files:
+        unit.files.append(declared_in)
 
 
 def _only_calls_setup(text: str) -> bool:
@@ -164,8 +170,6 @@ def _setup_cfg(path: str, extras: Tuple[str, ...], shown: str, loc: Location, un
     if parser.has_section("options.extras_require"):
         values += [("options.extras_require", k) for k in parser.options("options.extras_require")
                    if canonicalize_name(k) in extras]
-    from envdoctor.gate.inputs.requirements import parse_requirement_text
-
     lines = text.splitlines()
     found: List[Tuple[str, int]] = []
     for section, key in values:
@@ -177,17 +181,6 @@ def _setup_cfg(path: str, extras: Tuple[str, ...], shown: str, loc: Location, un
             if dep and not dep.startswith("#"):
                 found.append((dep, next((i + 1 for i, ln in enumerate(lines)
                                          if ln.split(" #", 1)[0].strip() in (dep, f"{key} = {dep}", f"{key}={dep}")), 0)))
-    for dep, line in found:
-        dloc = Location(f"{loc} ({shown}: setup.cfg" + (f":{line})" if line else ")"), 0)
-        req, err = parse_requirement_text(dep, dloc)
-        if err:
-            problems.append(InputProblem(dloc, err))
-            continue
-        if req is None:
-            continue
-        req.group = group
-        req.constraint = constraint
-        unit.requirements.append(req)
-    if cfg not in unit.files:
-        unit.files.append(cfg)
+    _add_declared([(dep, Location(f"{loc} ({shown}: setup.cfg" + (f":{line})" if line else ")"), 0))
+                   for dep, line in found], cfg, unit, problems, group, constraint)
     return True
