@@ -24,10 +24,24 @@ PROBE_FACTS = {
 }
 
 
+def unanswered(snap) -> list:
+    """A ProbeStatus for every probe that could not determine its part: the snapshot's failed records, and the
+    nvidia probe's when the snapshot holds no driver answer (no `driver` section, or state "unknown") yet no record
+    says it failed. The live probe never leaves "unknown" without one (it fails, ED002), so such a snapshot is
+    old, cut short or edited: its driver is as unknown as a failed probe's, never an all-clear."""
+    from envdoctor.snapshot import ProbeStatus
+
+    out = [p for p in snap.probes if p.status not in PROBE_ANSWERED]
+    nvidia = snap.probe("nvidia")
+    if snap.driver.state == "unknown" and (nvidia is None or nvidia.status == "ok"):
+        out.append(ProbeStatus("nvidia", "unknown", "no driver answer in the snapshot (state unknown, no failure "
+                                                    "recorded)"))
+    return out
+
+
 def failed_probe(snap, name: str):
     """The ProbeStatus of probe `name` when it could not determine its part, else None."""
-    p = snap.probe(name)
-    return p if p is not None and p.status not in PROBE_ANSWERED else None
+    return next((p for p in unanswered(snap) if p.name == name), None)
 
 
 @rule(
@@ -84,9 +98,7 @@ environment of an image root without --python, facts a gate target did not state
 )
 def probe_failed(ctx: Context, r: Rule) -> List[Finding]:
     out = []
-    for p in ctx.snap.probes:
-        if p.status in PROBE_ANSWERED:
-            continue
+    for p in unanswered(ctx.snap):
         what, area = PROBE_FACTS.get(p.name, (f"the {p.name} part of the machine", "environment"))
         why = p.reason or p.status
         out.append(r.finding(
