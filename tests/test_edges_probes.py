@@ -55,3 +55,58 @@ def test_lock_never_pins_against_a_driver_read_from_cut_output(tmp_path):
     assert "580.126.09" not in proc.stdout
     assert proc.returncode == 2 and "no usable NVIDIA driver" in proc.stderr, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# --------------------------------------------------------------------------- Jupyter kernelspecs
+
+
+def _kernelspec(folder: Path, name: str, python: str) -> None:
+    (folder / name).mkdir(parents=True)
+    (folder / name / "kernel.json").write_text(json.dumps(
+        {"argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"], "display_name": name,
+         "language": "python"}))
+
+
+def _kernel_env(tmp_path: Path) -> dict:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return {"HOME": str(home), "JUPYTER_PATH": str(tmp_path / "jupyter"), "JUPYTER_DATA_DIR": str(tmp_path / "data"),
+            "XDG_DATA_HOME": str(tmp_path / "xdg"), "CONDA_PREFIX": "", "CONDA_EXE": ""}
+
+
+def _kernels_probe(snap: dict) -> dict:
+    (status,) = [p for p in snap["probes"] if p["name"] == "kernels"]
+    return status
+
+
+def test_more_kernelspecs_than_the_cap_is_said(tmp_path):
+    kernels = tmp_path / "jupyter" / "kernels"
+    for i in range(200):
+        _kernelspec(kernels, f"k{i:03d}", sys.executable)
+    proc = _envdoctor("probe", "--format", "json", env=_kernel_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    snap = json.loads(proc.stdout)
+    assert len([k for k in snap["kernels"]["kernels"] if k["source"] == "kernelspec"]) == 64
+    status = _kernels_probe(snap)
+    assert status["status"] == "partial" and "only the first 64 of 200 kernelspecs were read" in status["reason"]
+    check = _envdoctor("check", env=_kernel_env(tmp_path))
+    assert "only the first 64 of 200 kernelspecs were read" in check.stdout, check.stdout
+    assert "No issues found!" not in check.stdout
+
+
+def test_a_fifo_or_looping_kernel_json_is_said_and_never_blocks(tmp_path):
+    kernels = tmp_path / "jupyter" / "kernels"
+    _kernelspec(kernels, "good", sys.executable)
+    (kernels / "fifo").mkdir(parents=True)
+    os.mkfifo(kernels / "fifo" / "kernel.json")  # opening it for reading would wait for a writer forever
+    (kernels / "loop").mkdir()
+    os.symlink("kernel.json", kernels / "loop" / "kernel.json")
+    proc = _envdoctor("check", "--kernels", "--format", "json", env=_kernel_env(tmp_path), timeout=60)
+    assert proc.returncode in (0, 1), proc.stderr
+    report = json.loads(proc.stdout)
+    by_name = {k["name"]: k for k in report["snapshot"]["kernels"]["kernels"]}
+    assert by_name["fifo"]["status"] == "failed" and "FIFO" in by_name["fifo"]["reason"]
+    assert by_name["loop"]["status"] == "failed" and "symbolic links" in by_name["loop"]["reason"]
+    assert by_name["good"]["status"] == "ok"
+    said = [f["message"] for f in report["findings"] if f["id"] == "ED610"]
+    assert any("kernel 'fifo'" in m for m in said) and any("kernel 'loop'" in m for m in said), said

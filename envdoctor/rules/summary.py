@@ -21,6 +21,7 @@ PROBE_FACTS = {
     "rocm": ("the ROCm installation", "gpu"),
     "cudnn": ("the cuDNN libraries", "cudnn"),
     "loader": ("what the library loader finds (LD_LIBRARY_PATH, loader cache)", "environment"),
+    "kernels": ("the Jupyter kernels and the Python each runs", "python"),
 }
 
 
@@ -101,9 +102,10 @@ def probe_failed(ctx: Context, r: Rule) -> List[Finding]:
     for p in unanswered(ctx.snap):
         what, area = PROBE_FACTS.get(p.name, (f"the {p.name} part of the machine", "environment"))
         why = p.reason or p.status
+        rest = "What it did not read" if p.status == "partial" else "That part of the machine"
         out.append(r.finding(
             f"envdoctor could not determine {what}: the {p.name} probe {_STATUS_WORDS.get(p.status, p.status)} ({why}). "
-            "That part of the machine is unknown, not absent.",
+            f"{rest} is unknown, not absent.",
             area=area, subject=f"probe {p.name}",
             evidence=[EvidenceItem(f"probe {p.name}", f"{p.status}: {why}", f"probe:{p.name}")],
             fix=["Run `envdoctor probe --format json` and see `probes`; a tool that prints something unexpected "
@@ -111,7 +113,8 @@ def probe_failed(ctx: Context, r: Rule) -> List[Finding]:
     return out
 
 
-_STATUS_WORDS = {"error": "failed", "timeout": "timed out", "unknown": "could not answer"}
+_STATUS_WORDS = {"error": "failed", "timeout": "timed out", "unknown": "could not answer",
+                 "partial": "answered only in part"}
 
 
 @rule(
