@@ -8,6 +8,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 FIX = Path(__file__).parent / "fixtures"
@@ -110,3 +111,30 @@ def test_a_fifo_or_looping_kernel_json_is_said_and_never_blocks(tmp_path):
     assert by_name["good"]["status"] == "ok"
     said = [f["message"] for f in report["findings"] if f["id"] == "ED610"]
     assert any("kernel 'fifo'" in m for m in said) and any("kernel 'loop'" in m for m in said), said
+
+
+# --------------------------------------------------------------------------- --python's helper and --timeout
+
+
+def _sleeping_python(tmp_path: Path) -> Path:
+    # an interpreter that never answers: the helper run in it must end at --timeout, not later
+    return _script(tmp_path / "venv" / "bin" / "python", "exec sleep 60")
+
+
+def test_smoke_python_helper_honours_timeout(tmp_path):
+    python = _sleeping_python(tmp_path)
+    start = time.monotonic()
+    proc = _envdoctor("smoke", "--python", str(python), "--timeout", "2", "-q", timeout=60)
+    took = time.monotonic() - start
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "no answer within 2 s" in proc.stderr and "Traceback" not in proc.stderr
+    assert took < 8, took  # was 20 s: the helper got twice the probe's own 10 s
+
+
+def test_check_python_helper_honours_timeout(tmp_path):
+    python = _sleeping_python(tmp_path)
+    start = time.monotonic()
+    proc = _envdoctor("check", "--python", str(python), "--timeout", "1", timeout=60)
+    took = time.monotonic() - start
+    assert proc.returncode == 2 and "no answer within 1 s" in proc.stderr, proc.stdout + proc.stderr
+    assert took < 6, took  # was twice --timeout
