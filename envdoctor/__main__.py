@@ -5,7 +5,7 @@ KeyboardInterrupt in the middle of an import (a traceback). So before anything e
 only remembers the signal goes in; envdoctor.entry.main replaces it with the real one and acts on what it
 remembered. It uses the built-in _signal, not signal (which imports enum: a window of its own).
 """
-import _signal
+import _signal  # type: ignore[import-not-found]  # (built in; typeshed has no stub for it)
 
 if __name__ == "__main__":
     _EARLY: list = []

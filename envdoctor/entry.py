@@ -46,7 +46,7 @@ def main(argv: Optional[List[str]] = None, early: Optional[List[int]] = None) ->
         except KeyboardInterrupt:  # raised by the handler outside finish() (during an import, say)
             _leave(130, "envdoctor: interrupted\n")
         except Stopped as exc:
-            _leave(exc.code, f"envdoctor: stopped by {exc.signame}\n")
+            _leave(exc.status, f"envdoctor: stopped by {exc.signame}\n")
     except SystemExit as exc:
         _exit_now(exc.code)
         raise
@@ -201,6 +201,7 @@ class Stopped(SystemExit):
 
     def __init__(self, signum: int) -> None:
         super().__init__(128 + signum)
+        self.status = 128 + signum
         self.signame = _SIGNAMES.get(signum, f"signal {signum}")
 
 
