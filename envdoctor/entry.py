@@ -19,7 +19,6 @@ import gc
 import os
 import signal
 import sys
-import threading
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # (typing itself is not imported at run time here)
@@ -30,15 +29,24 @@ FAST_OFF = "ENVDOCTOR_NO_FAST_ARGV"
 COMPLETE_VAR = "_ENVDOCTOR_COMPLETE"  # click's shell-completion request for prog_name "envdoctor"
 
 
-def main(argv: Optional[List[str]] = None) -> None:
-    if argv is not None:  # a caller running a command in-process
+def main(argv: Optional[List[str]] = None, early: Optional[List[int]] = None) -> None:
+    """The process's entry point (argv given: a caller running a command in-process, no signal handlers).
+    `early`: the signals envdoctor.__main__'s first handler remembered before this one went in."""
+    if argv is not None:
         _dispatch(argv)
-    install_signal_handlers()  # the process's entry point
-    # Start-up makes many small objects and few cycles: ~65 young collections cost a check ~7 ms (issue 18).
-    # A larger first generation keeps collection on for long runs (fleet ingest) at a bounded cost.
-    gc.set_threshold(20_000, 20, 20)
+    install_signal_handlers()  # first, so a signal during the imports is ours
     try:
-        _dispatch(None)
+        try:
+            if early:
+                _on_signal(early[0], None)
+            # Start-up makes many small objects and few cycles: ~65 young collections cost a check ~7 ms (issue
+            # 18). A larger first generation keeps collection on for long runs (fleet ingest) at a bounded cost.
+            gc.set_threshold(20_000, 20, 20)
+            _dispatch(None)
+        except KeyboardInterrupt:  # raised by the handler outside finish() (during an import, say)
+            _leave(130, "envdoctor: interrupted\n")
+        except Stopped as exc:
+            _leave(exc.status, f"envdoctor: stopped by {exc.signame}\n")
     except SystemExit as exc:
         _exit_now(exc.code)
         raise
@@ -132,8 +140,9 @@ def finish(call: Callable[[], Any]) -> NoReturn:
         say("envdoctor: interrupted")
         sys.exit(130)
     except Stopped as exc:
+        _LEAVING.append(True)
         say(f"envdoctor: stopped by {exc.signame}; its commands were killed")
-        raise
+        sys.exit(exc.code)  # a plain SystemExit: main() says nothing more
     except BrokenPipeError:
         sys.exit(0)
     except Exception as exc:  # noqa: BLE001 - never a traceback for users
@@ -147,19 +156,44 @@ def finish(call: Callable[[], Any]) -> NoReturn:
 # --------------------------------------------------------------------------- signals and the quick exit
 
 
+# The handler raises at most once per process (the first signal: KeyboardInterrupt or Stopped, which main() and
+# finish() turn into one line and 128+n); any later one, or one after main() began to leave, ends the process
+# at once. It imports nothing: a signal can arrive in the middle of an import, and importing from a handler then
+# meets a partially initialised module (or the import lock held by the very frame it interrupted).
+_SIGNALLED: List[int] = []
+_LEAVING: List[bool] = []
+
+
 def _on_signal(signum: int, frame: Optional[FrameType]) -> None:
     """SIGTERM / SIGHUP / SIGINT: kill the running commands (and refuse new ones), then end with 128+n
     (SIGINT goes on as KeyboardInterrupt, so onboard records the interrupted step; exit 130).
-    A second signal while that unwinds ends envdoctor at once."""
-    from envdoctor import subproc  # already loaded by whatever ran a command; not at every start
-
-    first = not subproc.closing()
-    subproc.shutdown()
-    if not first:
+    A second signal while that unwinds, or any signal once envdoctor is leaving, ends envdoctor at once."""
+    again = bool(_SIGNALLED) or bool(_LEAVING)
+    _SIGNALLED.append(signum)
+    subproc = sys.modules.get("envdoctor.subproc")  # loaded by whatever ran a command; never imported here
+    shutdown = getattr(subproc, "shutdown", None)
+    if shutdown is not None:
+        try:
+            shutdown()
+        except BaseException:  # noqa: BLE001 - a half-imported module or a nested signal: leave all the same
+            again = True
+    if again:
         os._exit(128 + signum)
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     raise Stopped(signum)
+
+
+def _leave(code: int, line: str) -> NoReturn:
+    """End after a signal's exception reached main(): one line on stderr (no click: its import may be the thing
+    interrupted), the exit status; from here a further signal ends the process at once."""
+    _LEAVING.append(True)
+    try:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    raise SystemExit(code)
 
 
 class Stopped(SystemExit):
@@ -167,24 +201,35 @@ class Stopped(SystemExit):
 
     def __init__(self, signum: int) -> None:
         super().__init__(128 + signum)
-        self.signame = signal.Signals(signum).name
+        self.status = 128 + signum
+        self.signame = _SIGNAMES.get(signum, f"signal {signum}")
+
+
+_SIGNAMES = {getattr(signal, n): n for n in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, n)}
 
 
 def install_signal_handlers() -> None:
     """Children never outlive envdoctor: see envdoctor.subproc. A signal the caller ignores (nohup) stays ignored."""
-    if threading.current_thread() is not threading.main_thread():
-        return
+    # (threading is not imported for this: its import is a window in which a signal would find no handler)
     for name in ("SIGTERM", "SIGHUP", "SIGINT"):
         sig = getattr(signal, name, None)
-        if sig is not None and signal.getsignal(sig) in (signal.SIG_DFL, signal.default_int_handler):
-            signal.signal(sig, _on_signal)
+        if sig is None:
+            continue
+        current = signal.getsignal(sig)
+        if current in (signal.SIG_DFL, signal.default_int_handler) or getattr(current, "envdoctor_early", False):
+            try:
+                signal.signal(sig, _on_signal)
+            except ValueError:  # not the main thread: the caller's handlers stay
+                return
 
 
 def _exit_now(code: Any) -> None:
     """End the process without tearing the interpreter down (that costs check ~20 ms of its start-up budget,
     issue 18): the output is flushed and the atexit handlers (envdoctor.subproc's) run as on a normal exit.
     Only when no other thread is left; otherwise, and in-process, the caller exits as usual."""
-    if threading.active_count() > 1:
+    _LEAVING.append(True)  # a signal from here on ends the process at once, never an exception in an atexit hook
+    threading = sys.modules.get("threading")  # never imported: no other thread was started
+    if threading is not None and threading.active_count() > 1:
         return
     if code is None:
         code = 0

@@ -34,7 +34,7 @@ class Evidence:
 @dataclass
 class ProbeStatus:
     name: str
-    status: str = "ok"  # ok | unknown | error | timeout | skipped
+    status: str = "ok"  # ok | partial (answered in part: reason says what is missing) | unknown | error | timeout | skipped
     reason: str = ""
     duration_ms: float = 0.0
 

@@ -59,6 +59,7 @@ class CmdResult:
     duration_s: float = 0.0
     reason: str = ""
     cached: bool = False  # the answer of an earlier run (Runner.run_fixed): nothing ran now
+    truncated: bool = False  # killed at MAX_OUTPUT: stdout / stderr hold only the first part of what it printed
 
     @property
     def ok(self) -> bool:
@@ -400,7 +401,7 @@ def _collect(argv: list, proc: subprocess.Popen, limit: float, start: float, std
         why = "cancelled (killed)" if stop == "cancel" else f"no answer within {limit:g} s (killed)"
         return CmdResult(argv, "timeout", None, stdout, stderr, duration, reason=f"{argv[0]}: {why}")
     if stop:
-        return CmdResult(argv, "failed", None, stdout, stderr, duration,
+        return CmdResult(argv, "failed", None, stdout, stderr, duration, truncated=True,
                          reason=f"{argv[0]}: printed more than {MAX_OUTPUT // (1 << 20)} MiB on {stop} (killed)")
     if proc.returncode != 0:
         detail = ""

@@ -106,7 +106,12 @@ def test_the_entry_reaches_click_only_inside_functions():
     names = [a.name for n in top if isinstance(n, ast.Import) for a in n.names] + \
             [n.module or "" for n in top if isinstance(n, ast.ImportFrom)]
     assert names and not [n for n in names if n.startswith(("click", "envdoctor", "typing"))], names
-    assert (PACKAGE / "__main__.py").read_text().startswith("from envdoctor.entry import main\n")
+    # `python -m envdoctor`: before the entry, only the built-in _signal (its first handler goes in before any
+    # import a signal could interrupt); then envdoctor.entry and nothing else
+    main_tree = ast.parse((PACKAGE / "__main__.py").read_text())
+    imported = [(a.name if isinstance(n, ast.Import) else f"{n.module}.{a.name}")
+                for n in ast.walk(main_tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names]
+    assert imported == ["_signal", "envdoctor.entry.main"], imported
 
 
 def test_every_command_module_is_a_cli_module():

@@ -142,3 +142,15 @@ def test_offline_is_one_line_exit_2_in_a_real_process():
     line = one_line_error(proc.returncode, proc.stderr)
     assert line.startswith("envdoctor: error: cannot reach package index at http://127.0.0.1:")
     assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("cmd", ["verify", "refresh"])
+def test_a_file_index_that_is_not_there_is_unreachable_exit_2(cmd, tmp_path):
+    # reproduced by a user: refresh said "nothing newer ... on the index" and exited 0
+    env = dict(os.environ, PIP_CONFIG_FILE=os.devnull, ENVDOCTOR_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, "-m", "envdoctor", "matrices", cmd, "--index-url",
+                           (tmp_path / "nonexistent").as_uri()], capture_output=True, text=True, env=env, timeout=60)
+    line = one_line_error(proc.returncode, proc.stderr)
+    assert "cannot read package index" in line and "no such folder" in line
+    assert "nothing newer" not in proc.stdout
+    assert not (tmp_path / "cache").exists()

@@ -7,16 +7,67 @@ Each writes one snapshot per node, named after the node, into a folder that `env
 - Kubernetes: a DaemonSet (or with --job an Indexed Job, one pod per node) for the GPU nodes whose init
   container writes DIR/<node>.json on the node (hostPath) and prints it to its log;
 - Ansible: a playbook that runs the probe on each host and copies the output to DIR/<host>.json here.
+
+Every value the user gives lands in a script or a YAML file another program runs, so each is either checked
+against the grammar of what it names (a Kubernetes namespace, a Slurm partition: BadInput, exit 2) or quoted for
+the place it goes, comments included: a newline in a raw comment ends the comment and starts a command (sbatch)
+or a YAML document. Shell words with a control character are written in bash's $'...' form, which stays on one
+line; YAML strings are double-quoted with escapes, never raw.
 """
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from typing import Any, Dict, List, Optional
+
+from envdoctor.errors import BadInput
+from envdoctor.formats.safe_text import has_control
 
 APP = "envdoctor-probe"
 GPU_LABEL = "nvidia.com/gpu.present"  # set by NVIDIA GPU feature discovery / the GPU operator
 GPU_TAINT = "nvidia.com/gpu"
+
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # RFC 1123 label: a namespace's grammar
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")  # a RuntimeClass's name
+_JINJA = ("{{", "{%", "{#")  # Ansible templates every string of a play: these would run on the controller
+
+
+def dns_label(value: str, option: str) -> str:
+    if not _DNS_LABEL.fullmatch(value):
+        raise BadInput(f"{option} {json.dumps(value)}: not a Kubernetes name (lower-case letters, digits and '-', "
+                       f"at most 63, starting and ending with a letter or digit)")
+    return value
+
+
+def plain_name(value: str, option: str) -> str:
+    """A name that goes raw into a directive line: no control character, no blank."""
+    if not value or has_control(value) or any(ch.isspace() for ch in value):
+        raise BadInput(f"{option} {json.dumps(value)}: a name cannot hold blanks or control characters")
+    return value
+
+
+def no_control(value: str, option: str) -> str:
+    if has_control(value):
+        raise BadInput(f"{option} {json.dumps(value)}: cannot hold control characters")
+    return value
+
+
+def shell_word(value: str) -> str:
+    """`value` as one bash word on one line: shlex's quoting, or $'...' when it holds a control character."""
+    if not has_control(value):
+        return shlex.quote(value)
+    out = []
+    for ch in value:
+        if ch in "\\'":
+            out.append("\\" + ch)
+        elif ch.isprintable() and ch not in "\n\t":
+            out.append(ch)
+        else:
+            out.append("\\x%02x" % ord(ch) if ord(ch) < 0x100 else "\\u%04x" % ord(ch) if ord(ch) < 0x10000
+                       else "\\U%08x" % ord(ch))
+    return "$'" + "".join(out) + "'"
 
 
 def to_yaml(obj: Any, indent: int = 0) -> str:
@@ -51,6 +102,10 @@ def to_yaml(obj: Any, indent: int = 0) -> str:
 
 def k8s(image: str, namespace: str, out_dir: str, job: bool = False, nodes: int = 1,
         runtime_class: Optional[str] = "nvidia") -> List[Dict[str, Any]]:
+    dns_label(namespace, "--namespace")
+    if runtime_class and not _DNS_SUBDOMAIN.fullmatch(runtime_class):
+        raise BadInput(f"--runtime-class {json.dumps(runtime_class)}: not a Kubernetes name (lower-case letters, "
+                       f"digits, '-' and '.')")
     labels = {"app.kubernetes.io/name": APP}
     probe_cmd = (f'envdoctor probe --format json --fleet --node-name "$NODE_NAME" -o /out/"$NODE_NAME".json '
                  f'&& cat /out/"$NODE_NAME".json')
@@ -87,6 +142,7 @@ def k8s(image: str, namespace: str, out_dir: str, job: bool = False, nodes: int 
 
 
 def k8s_text(docs: List[Dict[str, Any]], namespace: str) -> str:
+    dns_label(namespace, "--namespace")  # it goes raw into a comment
     head = (f"# envdoctor fleet manifest k8s: one snapshot per GPU node.\n"
             f"# kubectl apply -f this.yaml; then collect the snapshots from the logs:\n"
             f"#   kubectl logs -n {namespace} -l app.kubernetes.io/name={APP} -c probe --tail=-1 "
@@ -96,22 +152,33 @@ def k8s_text(docs: List[Dict[str, Any]], namespace: str) -> str:
 
 def slurm(nodes: int, out_dir: str, partition: Optional[str] = None, time_limit: str = "00:05:00",
           envdoctor: str = "envdoctor") -> str:
-    """The sbatch script (envdoctor: the command that runs envdoctor on the nodes)."""
-    d = shlex.quote(out_dir)
-    lines = ["#!/bin/bash", "# envdoctor fleet manifest slurm: one snapshot per node into " + out_dir,
+    """The sbatch script (envdoctor: the command that runs envdoctor on the nodes: its words, each quoted)."""
+    d = shell_word(out_dir)
+    if partition is not None:
+        plain_name(partition, "--partition")
+    plain_name(time_limit, "--time")
+    words = shlex.split(no_control(envdoctor, "--envdoctor"))
+    if not words:
+        raise BadInput("--envdoctor: no command given")
+    cmd = " ".join(shlex.quote(w) for w in words)
+    lines = ["#!/bin/bash", "# envdoctor fleet manifest slurm: one snapshot per node into " + d,
              "#SBATCH --job-name=envdoctor-fleet", f"#SBATCH --nodes={nodes}", "#SBATCH --ntasks-per-node=1",
              f"#SBATCH --time={time_limit}", "#SBATCH --output=envdoctor-fleet-%j.log"]
     if partition:
         lines.append(f"#SBATCH --partition={partition}")
-    label = f" --label partition={shlex.quote(partition)}" if partition else ""
-    lines += ["set -eu", f"mkdir -p {d}",
+    label = f" --label {shlex.quote('partition=' + partition)}" if partition else ""
+    lines += ["set -eu", f"mkdir -p -- {d}",
               "# each node writes DIR/<node>.json; --fleet keeps the node name ($SLURMD_NODENAME)",
-              f"srun --nodes={nodes} --ntasks-per-node=1 {envdoctor} probe --format json --fleet -o {d}/%N.json",
+              f"srun --nodes={nodes} --ntasks-per-node=1 {cmd} probe --format json --fleet -o {d}/%N.json",
               f"# then, anywhere the folder is visible: envdoctor fleet ingest{label} {d}", ""]
     return "\n".join(lines)
 
 
 def ansible(hosts: str, out_dir: str) -> str:
+    no_control(hosts, "--hosts")  # an inventory pattern, not a path: a control character is never meant
+    for value, option in ((hosts, "--hosts"), (out_dir, "--dir")):
+        if any(mark in value for mark in _JINJA):
+            raise BadInput(f"{option} {json.dumps(value)}: Ansible would run the template in it ({{{{ }}}}, {{% %}})")
     play = [{
         "name": "envdoctor fleet snapshots", "hosts": hosts, "gather_facts": False,
         "tasks": [
@@ -124,5 +191,5 @@ def ansible(hosts: str, out_dir: str) -> str:
         ]}]
     head = (f"# envdoctor fleet manifest ansible: ansible-playbook -i INVENTORY this.yml\n"
             f"# (ad hoc, one host at a time: ansible HOST -m ansible.builtin.command -a "
-            f"'envdoctor probe --format json --fleet')\n# then: envdoctor fleet ingest {out_dir}\n")
+            f"'envdoctor probe --format json --fleet')\n# then: envdoctor fleet ingest {shell_word(out_dir)}\n")
     return head + to_yaml(play)

@@ -36,14 +36,10 @@ def framework_area(subject: str) -> Optional[str]:
 
 def failed_probes(area: str, snap: Snapshot) -> List[str]:
     """'name: why' for each probe behind `area` that could not answer (skipped on purpose is not a failure)."""
-    from envdoctor.rules.summary import PROBE_ANSWERED
+    from envdoctor.rules.summary import unanswered
 
-    out = []
-    for name in AREA_PROBES.get(area, ()):
-        p = snap.probe(name)
-        if p is not None and p.status not in PROBE_ANSWERED:
-            out.append(f"{name} probe: {p.reason or p.status}")
-    return out
+    names = AREA_PROBES.get(area, ())
+    return [f"{p.name} probe: {p.reason or p.status}" for p in unanswered(snap) if p.name in names]
 
 
 def area_summary(area: str, snap: Snapshot) -> Optional[str]:

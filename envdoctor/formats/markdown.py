@@ -10,6 +10,7 @@ from typing import List
 
 from envdoctor.formats.areas import AREA_TITLE, area_summary
 from envdoctor.formats.interface import FindingsDoc, Item, RenderOptions, plan_view, sorted_items, where
+from envdoctor.formats.safe_text import printable
 from envdoctor.rules.base import AREAS
 
 name = "markdown"
@@ -22,7 +23,8 @@ def _md(text: str) -> str:
 
 
 def render(doc: FindingsDoc, options: RenderOptions) -> str:
-    return _gate_md(doc) if doc.command == "gate" else _machine_md(doc)
+    # read on a terminal as often as pasted: a snapshot's control characters are shown, never sent (no colours here)
+    return printable(_gate_md(doc) if doc.command == "gate" else _machine_md(doc))
 
 
 def _finding_lines(x: Item) -> List[str]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import List
 
+from envdoctor.formats.safe_text import printable
 from envdoctor.snapshot import Snapshot
 
 
@@ -82,7 +83,8 @@ def render_snapshot_text(snap: Snapshot) -> str:
         add("Probes that could not answer:")
         for s in bad:
             add(f"  {s.name}: {s.status}" + (f" ({s.reason})" if s.reason else ""))
-    return "\n".join(lines) + "\n"
+    # a snapshot's values are any bytes a machine (or a crafted file) gave: no terminal escape goes out raw
+    return printable("\n".join(lines)) + "\n"
 
 
 def _binaries(snap: Snapshot, add) -> None:

@@ -11,7 +11,9 @@ from typing import Callable, Dict, List
 from envdoctor.formats.areas import AREA_TITLE, absent, area_summary, failed_probes, framework_area
 from envdoctor.formats.interface import FindingsDoc, Item, RenderOptions, plan_view, sorted_items, where
 from envdoctor.formats.marks import mark, state, styler
+from envdoctor.formats.safe_text import printable
 from envdoctor.rules.base import AREAS, SEVERITY_RANK, Finding
+from envdoctor.rules.summary import PROBE_FACTS, unanswered
 
 name = "text"
 description = "for people: check's area lines (flutter doctor style), gate's plan per input; colour on a terminal"
@@ -20,7 +22,13 @@ Style = Callable[[str, str], str]
 
 
 def render(doc: FindingsDoc, options: RenderOptions) -> str:
-    style = styler(options.color)
+    # Values come from a snapshot or a command's output: a GPU name may hold a terminal escape. Every line goes
+    # through printable, a coloured one before its colour codes are added (they are the only escapes written).
+    coloured = styler(options.color)
+
+    def style(text: str, sev: str) -> str:
+        return coloured(printable(text), sev)
+
     if doc.command == "gate":
         return _gate_text(doc, options.verbose, style)
     return _machine_text(doc, options.verbose, style)
@@ -58,6 +66,8 @@ def _machine_text(doc: FindingsDoc, verbose: bool, style: Style) -> str:
         for f in others:
             lines.append(style(f"    {mark(f.severity)} see {f.id} under {AREA_TITLE.get(f.area, f.area)}", f.severity))
     errors, warnings = doc.count("error"), doc.count("warning")
+    unknown = [f"{PROBE_FACTS.get(p.name, (f'the {p.name} part of the machine',))[0]} ({p.name} probe: "
+               f"{p.reason or p.status})" for p in unanswered(snap)]
     lines.append("")
     if errors or warnings:
         parts = []
@@ -67,10 +77,14 @@ def _machine_text(doc: FindingsDoc, verbose: bool, style: Style) -> str:
             parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
         sev = "error" if errors else "warning"
         lines.append(style(f"{mark(sev)} Doctor found {' and '.join(parts)}.", sev))
-    else:
+    elif not unknown:
         lines.append(style("• No issues found!", "ok"))
+    else:  # ED002 ignored, say: what could not be determined is still no all-clear
+        lines.append(style(f"{mark('warning')} No issues found in what envdoctor could determine.", "warning"))
+    for what in unknown:
+        lines.append(style(f"  not known: {what}", "warning"))
     if doc.data_collected:
-        lines.append(f"  (compatibility data collected {doc.data_collected})")
+        lines.append(printable(f"  (compatibility data collected {doc.data_collected})"))
     for w in doc.data_warnings:
         lines.append(style(f"  data warning: {w}", "warning"))
     return "\n".join(lines) + "\n"
@@ -79,12 +93,12 @@ def _machine_text(doc: FindingsDoc, verbose: bool, style: Style) -> str:
 def _finding_lines(f: Finding, verbose: bool, style: Style) -> List[str]:
     out = [style(f"    {mark(f.severity)} {f.id} {f.message}", f.severity)]
     for c in f.consequences:
-        out.append(f"        also caused by this: {c}")
+        out.append(printable(f"        also caused by this: {c}"))
     for step in f.fix:
-        out.append(f"        fix: {step}")
+        out.append(printable(f"        fix: {step}"))
     if verbose:
         for e in f.evidence:
-            out.append(f"        evidence: {e.fact} = {e.value}" + (f"  [{e.source}]" if e.source else ""))
+            out.append(printable(f"        evidence: {e.fact} = {e.value}" + (f"  [{e.source}]" if e.source else "")))
     return out
 
 
@@ -92,15 +106,16 @@ def _finding_lines(f: Finding, verbose: bool, style: Style) -> List[str]:
 
 
 def _gate_text(doc: FindingsDoc, verbose: bool, style: Style) -> str:
-    lines = [f"envdoctor gate -- {doc.target}",
-             f"(judged with envdoctor's compatibility data, collected {doc.data_collected or '?'}; nothing was installed)"]
+    lines = [printable(f"envdoctor gate -- {doc.target}"),
+             printable(f"(judged with envdoctor's compatibility data, collected {doc.data_collected or '?'}; "
+                       f"nothing was installed)")]
     for w in doc.data_warnings[:3]:
-        lines.append(f"data warning: {w}")
+        lines.append(printable(f"data warning: {w}"))
     for section in doc.sections:
         plan = section.plan
         files = f" (+ {', '.join(plan.unit.files[1:])})" if plan is not None and len(plan.unit.files) > 1 else ""
-        lines += ["", f"{section.name}{files}"]
-        lines += plan_lines(plan, section.name)
+        lines += ["", printable(f"{section.name}{files}")]
+        lines += [printable(line) for line in plan_lines(plan, section.name)]
         shown = [x for x in sorted_items(section.items) if verbose or x.finding.severity in ("error", "warning")]
         if not shown:
             lines.append("  " + style(f"{mark('ok')} no error or warning", "ok"))
@@ -132,10 +147,10 @@ def _located_lines(x: Item, verbose: bool, style: Style) -> List[str]:
     f = x.finding
     lines = ["  " + style(f"{mark(f.severity)} {where(x, 'target machine')}: {f.id} {f.message}", f.severity)]
     for step in f.fix:
-        lines.append(f"      {step}")
+        lines.append(printable(f"      {step}"))
     if verbose:
         for ev in f.evidence:
-            lines.append(f"      evidence: {ev.fact}: {ev.value}" + (f"  [{ev.source}]" if ev.source else ""))
+            lines.append(printable(f"      evidence: {ev.fact}: {ev.value}" + (f"  [{ev.source}]" if ev.source else "")))
         for c in f.consequences:
-            lines.append(f"      also: {c}")
+            lines.append(printable(f"      also: {c}"))
     return lines

@@ -395,6 +395,10 @@ class IndexClient:
             scheme = urlparse(u).scheme.lower()
             if scheme not in ("http", "https", "file"):
                 raise IndexUnavailable(f"unsupported package index URL {u!r} (use http://, https:// or file://)")
+            # a missing project page is "no releases" (404), so a file:// index that is not there at all would read
+            # as an index with nothing newer: it is unreachable, as a host that does not answer is
+            if scheme == "file" and not Path(url2pathname(unquote(urlparse(u).path))).is_dir():
+                raise IndexUnavailable(f"cannot read package index at {u}: no such folder")
 
     # ---------------------------------------------------------------- transport
 

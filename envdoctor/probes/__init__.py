@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from envdoctor import __version__
 from envdoctor.errors import BadInput
-from envdoctor.probes.base import LD_SO_CACHE, ProbeContext, ProbeFn, ProbeSkipped, ProbeUnknown
+from envdoctor.probes.base import LD_SO_CACHE, ProbeContext, ProbeFn, ProbePartial, ProbeSkipped, ProbeUnknown
 from envdoctor.snapshot import ProbeStatus, Snapshot
 from envdoctor.subproc import discard_started, kill_all
 
@@ -64,6 +64,8 @@ def _run_one(name: str, fn: ProbeFn, ctx: ProbeContext, snap: Snapshot) -> Probe
         status = ProbeStatus(name, "ok")
     except ProbeSkipped as exc:
         status = ProbeStatus(name, "skipped", str(exc))
+    except ProbePartial as exc:
+        status = ProbeStatus(name, "partial", str(exc))
     except ProbeUnknown as exc:
         status = ProbeStatus(name, "unknown", str(exc))
     except BadInput:
@@ -156,4 +158,4 @@ def run_probes(ctx: ProbeContext, stages: Sequence[Sequence[Entry]] | None = Non
     return snap
 
 
-__all__ = ["ProbeContext", "ProbeSkipped", "ProbeUnknown", "WAITS", "prefetch", "run_probes", "start_commands"]
+__all__ = ["ProbeContext", "ProbePartial", "ProbeSkipped", "ProbeUnknown", "WAITS", "prefetch", "run_probes", "start_commands"]

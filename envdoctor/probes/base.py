@@ -62,6 +62,11 @@ class ProbeUnknown(Exception):
     """The probe could not answer; its part of the snapshot stays unknown (status "unknown", a finding: ED002)."""
 
 
+class ProbePartial(ProbeUnknown):
+    """The probe answered in part (a cap bit, an entry could not be read): what it found is kept in the snapshot
+    and the reason says what is missing (status "partial", a finding: ED002), never a plain "ok"."""
+
+
 class ProbeSkipped(ProbeUnknown):
     """The probe did not look, on purpose (e.g. the Python environment of an image root): status "skipped"."""
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 from typing import Dict, List, Optional, Tuple
 
 from envdoctor.parsers.breadth import parse_jsonc
-from envdoctor.probes.base import ProbeContext, ProbeSkipped, parallel_map
+from envdoctor.probes.base import ProbeContext, ProbePartial, ProbeSkipped, parallel_map
 from envdoctor.snapshot import Evidence, Kernel, Snapshot
 
 MAX_KERNELS = 64
@@ -29,8 +30,9 @@ def _home(env) -> str:
     return env.get("HOME") or os.path.expanduser("~")
 
 
-def data_dirs(env, system: str, prefixes: List[str]) -> List[str]:
-    """The Jupyter data directories, in jupyter_core's order (duplicates dropped)."""
+def data_dirs(env, system: str, prefixes: List[str], caps: Optional[List[str]] = None) -> List[str]:
+    """The Jupyter data directories, in jupyter_core's order (duplicates dropped); `caps` gets a line when more
+    than MAX_DIRS were found."""
     out: List[str] = []
     home = _home(env)
     for d in (env.get("JUPYTER_PATH") or "").split(os.pathsep):
@@ -58,11 +60,14 @@ def data_dirs(env, system: str, prefixes: List[str]) -> List[str]:
         if key not in seen:
             seen.add(key)
             uniq.append(d)
+    if len(uniq) > MAX_DIRS and caps is not None:
+        caps.append(f"only the first {MAX_DIRS} of {len(uniq)} Jupyter data directories were searched")
     return uniq[:MAX_DIRS]
 
 
-def conda_env_prefixes(env) -> List[str]:
-    """Conda environments this user has: ~/.conda/environments.txt, and <root>/envs/* of the active conda."""
+def conda_env_prefixes(env, caps: Optional[List[str]] = None) -> List[str]:
+    """Conda environments this user has: ~/.conda/environments.txt, and <root>/envs/* of the active conda; `caps`
+    gets a line when more than MAX_DIRS were found."""
     out: List[str] = []
     txt = os.path.join(_home(env), ".conda", "environments.txt")
     try:
@@ -82,15 +87,26 @@ def conda_env_prefixes(env) -> List[str]:
             out.extend(os.path.join(root, "envs", n) for n in sorted(os.listdir(os.path.join(root, "envs"))))
         except OSError:
             pass
+    if len(out) > MAX_DIRS and caps is not None:
+        caps.append(f"only the first {MAX_DIRS} of {len(out)} conda environments were searched for kernels")
     return out[:MAX_DIRS]
 
 
 def _read_json(path: str) -> Tuple[Optional[dict], str]:
+    # O_NONBLOCK: a FIFO put in the file's place between the caller's stat and this open never blocks the open
     try:
-        with open(path, "rb") as fh:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except OSError as exc:
+        return None, f"cannot read: {exc.strerror or exc}"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None, "is not a regular file"
+        with os.fdopen(fd, "rb", closefd=False) as fh:
             raw = fh.read(MAX_JSON + 1)
     except OSError as exc:
         return None, f"cannot read: {exc.strerror or exc}"
+    finally:
+        os.close(fd)
     if len(raw) > MAX_JSON:
         return None, f"larger than {MAX_JSON} bytes"
     try:
@@ -105,9 +121,26 @@ def _is_python(argv0: str) -> bool:
     return base.startswith(("python", "pypy")) or base in ("py", "py.exe")
 
 
-def find_kernelspecs(dirs: List[str]) -> List[Kernel]:
+def _kernel_json(path: str) -> Optional[str]:
+    """None when `path` is a kernelspec's readable kernel.json, "" when there is none (not a kernelspec: Jupyter
+    passes over it too), else why it cannot be read: a FIFO (opening it would block), a link loop, a device."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return "a dangling link" if os.path.islink(path) else ""
+    except OSError as exc:  # ELOOP: a link loop; EACCES
+        return f"cannot be read: {exc.strerror or exc}"
+    if stat.S_ISREG(st.st_mode):
+        return None
+    kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a folder" if stat.S_ISDIR(st.st_mode) else "a special file"
+    return f"is {kind}, not a regular file (not opened)"
+
+
+def find_kernelspecs(dirs: List[str], caps: Optional[List[str]] = None) -> List[Kernel]:
+    """The kernelspecs of `dirs`, at most MAX_KERNELS; `caps` gets a line when there were more."""
     out: List[Kernel] = []
     seen = set()
+    beyond = 0  # kernelspecs past MAX_KERNELS, not read
     for d in dirs:
         kdir = os.path.join(d, "kernels")
         try:
@@ -115,13 +148,21 @@ def find_kernelspecs(dirs: List[str]) -> List[Kernel]:
         except OSError:
             continue
         for name in names:
-            if name.lower() in seen or len(out) >= MAX_KERNELS:
+            if name.lower() in seen:
                 continue  # the first directory that holds a name wins, like jupyter's KernelSpecManager
             path = os.path.join(kdir, name, "kernel.json")
-            if not os.path.isfile(path):
+            problem = _kernel_json(path)
+            if problem == "":
                 continue
             seen.add(name.lower())
+            if len(out) >= MAX_KERNELS:
+                beyond += 1
+                continue
             k = Kernel(name=name, source="kernelspec", path=path)
+            if problem is not None:  # said, never passed over: a kernel Jupyter lists may be this one
+                k.status, k.reason = "failed", f"kernel.json {problem}"
+                out.append(k)
+                continue
             data, why = _read_json(path)
             if data is None:
                 k.status, k.reason = "failed", f"kernel.json {why}"
@@ -138,6 +179,8 @@ def find_kernelspecs(dirs: List[str]) -> List[Kernel]:
             if k.language.lower() != "python" and not _is_python(argv[0]):
                 k.status, k.reason = "not_python", f"a {k.language or 'non-Python'} kernel"
             out.append(k)
+    if beyond and caps is not None:
+        caps.append(f"only the first {MAX_KERNELS} of {MAX_KERNELS + beyond} kernelspecs were read")
     return out
 
 
@@ -188,15 +231,16 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
     if not ctx.root.is_live:
         raise ProbeSkipped("the Jupyter kernels of an image root are not probed")
     prefixes = [snap.python.prefix, ctx.env.get("CONDA_PREFIX", ""), sys.prefix]
-    prefixes += conda_env_prefixes(ctx.env)
+    caps: List[str] = []  # every bound that bit: the probe then answered only in part, and says so
+    prefixes += conda_env_prefixes(ctx.env, caps)
     system = snap.platform.system
     if not system:  # the platform probe's answer, else platform's own (imported only then: ~2 ms, issue 18)
         import platform
 
         system = platform.system()
-    dirs = data_dirs(ctx.env, system, prefixes)
+    dirs = data_dirs(ctx.env, system, prefixes, caps)
     snap.kernels.data_dirs = dirs
-    kernels = find_kernelspecs(dirs)
+    kernels = find_kernelspecs(dirs, caps)
     try:
         vs = vscode_interpreter(os.getcwd())
     except OSError:
@@ -226,3 +270,5 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
     snap.kernels.kernels = kernels
     snap.kernels.evidence.append(Evidence("files:jupyter data dirs", "; ".join(
         f"{k.name}: {k.interpreter or '-'} ({k.status})" for k in kernels)[:600] or "no kernelspecs found"))
+    if caps:
+        raise ProbePartial("; ".join(caps))

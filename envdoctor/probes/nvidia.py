@@ -403,6 +403,7 @@ class _SmiAnswer:
     banner: Optional[SmiBanner] = None
     query: List[SmiQueryGpu] = field(default_factory=list)
     failure: Optional[SmiFailure] = None
+    cut: str = ""  # why an answer was dropped: killed at the output cap (the probe then reports it could not answer)
     messages: List[str] = field(default_factory=list)
     evidence: List[Evidence] = field(default_factory=list)
 
@@ -437,6 +438,13 @@ def _smi_layer(ctx: ProbeContext) -> _SmiAnswer:
         ans.status = "failed"
         ans.messages.append(res.reason)
         return ans
+    if res.truncated:
+        # killed at the output cap: a table that goes on past 1 MiB is no nvidia-smi's, and its first part
+        # (a banner with a driver version) is not to be trusted; the probe says it could not answer
+        ans.status = "failed"
+        ans.cut = f"{res.reason}; its output was not used"
+        ans.messages.append(ans.cut)
+        return ans
     combined = res.stdout + "\n" + res.stderr
     banner = parsed(ans.evidence, f"cmd:{exe}", parse_banner, res.stdout)
     if banner is not None and res.status == "failed":
@@ -463,6 +471,10 @@ def _smi_layer(ctx: ProbeContext) -> _SmiAnswer:
         ans.evidence.append(Evidence("cmd:" + " ".join(argv), _cmd_excerpt(q)))
         if q.status == "timeout":
             ans.messages.append(f"nvidia-smi --query-gpu: no answer within {ctx.timeout:g} s (killed)")
+            break
+        if q.truncated:
+            ans.cut = f"{q.reason}; its output was not used"
+            ans.messages.append(ans.cut)
             break
         if q.status == "ok":
             ans.query = parsed(ans.evidence, "cmd:" + " ".join(argv), parse_query_gpus, q.stdout, fields, default=[])
@@ -676,3 +688,5 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
     snap.gpus = gpus
     if state == "unknown":
         raise ProbeUnknown(reason)
+    if smi.cut:
+        raise ProbeUnknown(smi.cut)  # what the other layers found is kept; the record says what is missing

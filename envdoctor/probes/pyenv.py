@@ -91,7 +91,8 @@ _pyenv_helper.main(%s)
 
 
 def _helper_command(python: str, runner: Runner, timeout: Optional[float]) -> Tuple[List[str], float, Dict[str, str]]:
-    limit = runner.timeout * 2 if timeout is None else timeout
+    # --timeout bounds every external command as a whole, the helper included (it was twice that, unasked)
+    limit = runner.timeout if timeout is None else timeout
     env = _helper_env(runner.env)
     witness = "True" if cache.enabled(runner.env) else ""
     return [python, "-c", _BOOTSTRAP % (ascii(str(HELPER_PATH.parent)), witness)], limit, env

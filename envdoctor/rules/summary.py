@@ -21,13 +21,28 @@ PROBE_FACTS = {
     "rocm": ("the ROCm installation", "gpu"),
     "cudnn": ("the cuDNN libraries", "cudnn"),
     "loader": ("what the library loader finds (LD_LIBRARY_PATH, loader cache)", "environment"),
+    "kernels": ("the Jupyter kernels and the Python each runs", "python"),
 }
+
+
+def unanswered(snap) -> list:
+    """A ProbeStatus for every probe that could not determine its part: the snapshot's failed records, and the
+    nvidia probe's when the snapshot holds no driver answer (no `driver` section, or state "unknown") yet no record
+    says it failed. The live probe never leaves "unknown" without one (it fails, ED002), so such a snapshot is
+    old, cut short or edited: its driver is as unknown as a failed probe's, never an all-clear."""
+    from envdoctor.snapshot import ProbeStatus
+
+    out = [p for p in snap.probes if p.status not in PROBE_ANSWERED]
+    nvidia = snap.probe("nvidia")
+    if snap.driver.state == "unknown" and (nvidia is None or nvidia.status == "ok"):
+        out.append(ProbeStatus("nvidia", "unknown", "no driver answer in the snapshot (state unknown, no failure "
+                                                    "recorded)"))
+    return out
 
 
 def failed_probe(snap, name: str):
     """The ProbeStatus of probe `name` when it could not determine its part, else None."""
-    p = snap.probe(name)
-    return p if p is not None and p.status not in PROBE_ANSWERED else None
+    return next((p for p in unanswered(snap) if p.name == name), None)
 
 
 @rule(
@@ -84,14 +99,13 @@ environment of an image root without --python, facts a gate target did not state
 )
 def probe_failed(ctx: Context, r: Rule) -> List[Finding]:
     out = []
-    for p in ctx.snap.probes:
-        if p.status in PROBE_ANSWERED:
-            continue
+    for p in unanswered(ctx.snap):
         what, area = PROBE_FACTS.get(p.name, (f"the {p.name} part of the machine", "environment"))
         why = p.reason or p.status
+        rest = "What it did not read" if p.status == "partial" else "That part of the machine"
         out.append(r.finding(
             f"envdoctor could not determine {what}: the {p.name} probe {_STATUS_WORDS.get(p.status, p.status)} ({why}). "
-            "That part of the machine is unknown, not absent.",
+            f"{rest} is unknown, not absent.",
             area=area, subject=f"probe {p.name}",
             evidence=[EvidenceItem(f"probe {p.name}", f"{p.status}: {why}", f"probe:{p.name}")],
             fix=["Run `envdoctor probe --format json` and see `probes`; a tool that prints something unexpected "
@@ -99,7 +113,8 @@ def probe_failed(ctx: Context, r: Rule) -> List[Finding]:
     return out
 
 
-_STATUS_WORDS = {"error": "failed", "timeout": "timed out", "unknown": "could not answer"}
+_STATUS_WORDS = {"error": "failed", "timeout": "timed out", "unknown": "could not answer",
+                 "partial": "answered only in part"}
 
 
 @rule(

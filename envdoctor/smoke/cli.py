@@ -16,6 +16,8 @@ from envdoctor.doctor import obtain_snapshot
 from envdoctor.emit import emit
 from envdoctor.smoke import DEFAULT_TIMEOUT, FRAMEWORKS, SmokeRun, render
 from envdoctor.smoke.runner import run_smoke, target_snapshot
+
+HELPER_LIMIT = 20.0  # seconds the Python helper may take at most (a smaller --timeout bounds it)
 from envdoctor.snapshot_io import dump_json
 
 
@@ -38,7 +40,9 @@ def smoke(python_path: Optional[str], frameworks: Tuple[str, ...], timeout: floa
     """Run a small program per framework (torch, tensorflow, jax, cupy) in its own process: import,
     devices, matmul and conv checked against a CPU reference, mixed precision, the compiler path.
     GPU steps run when the framework sees a GPU. Exit 0 ok, 1 a step failed (or no GPU with --require-gpu), 2 usage."""
-    snap = target_snapshot(python_path)  # a --python that is no interpreter: BadInput, exit 2
+    # a --python that is no interpreter: BadInput, exit 2; its helper is bounded by --timeout too (at most the
+    # probe's own 20 s: the default --timeout is a framework program's, minutes)
+    snap = target_snapshot(python_path, probe_timeout=min(timeout, HELPER_LIMIT))
     progress = None
     if not quiet and (fmt == "text" or sys.stderr.isatty()):
         progress = render.Progress(sys.stderr, color=_color(sys.stderr))

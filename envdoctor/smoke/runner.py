@@ -317,8 +317,9 @@ def _ask_for_dump(pid: int) -> None:
         pass
 
 
-def target_snapshot(python: Optional[str], env: Optional[Mapping[str, str]] = None, probe_timeout: float = 10.0):
-    """A snapshot holding only the target Python environment (the python-env probe), as `check` finds it."""
+def target_snapshot(python: Optional[str], env: Optional[Mapping[str, str]] = None, probe_timeout: float = 20.0):
+    """A snapshot holding only the target Python environment (the python-env probe), as `check` finds it; its
+    helper gets `probe_timeout` seconds."""
     from envdoctor.fsroot import Root
     from envdoctor.probes import pyenv
     from envdoctor.probes.base import ProbeContext, ProbeUnknown
