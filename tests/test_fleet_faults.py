@@ -258,3 +258,8 @@ def test_unusable_inputs_and_stores_are_one_line_each(tmp_path):
         line = one_line(envdoctor("fleet", *cmd, "--store", str(under_file)))
         assert str(under_file) in line and "not a" in line.lower(), line
     assert report_json(store)["groups"][0]["nodes"] == ["n0", "n1"]
+    # the ledger lists what was read: the inputs refused whole are not in it (a rebuild would only fail on them)
+    ledger = [json.loads(line) for line in (tmp_path / "fleet.db.inputs.jsonl").read_text().splitlines()]
+    assert [e["inputs"] for e in ledger] == [[str(tmp_path / "n0.json")], [str(folder)]]
+    line = one_line(envdoctor("fleet", "ingest", "--rebuild", store=tmp_path / "other.db"))
+    assert "no inputs ledger" in line and not (tmp_path / "other.db").exists()

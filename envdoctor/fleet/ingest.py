@@ -105,54 +105,61 @@ def _stem(name: str) -> str:
     return base
 
 
-def _lines(fh, limit: int, total: int) -> Iterator[Tuple[bytes, Optional[bytes], int]]:
-    """(first byte, line or None when longer than limit, length) for each line of a binary stream, reading at
-    most limit + 1 bytes of a line at a time (a 10 GiB line without a newline is never held); _TooLarge once the
-    stream passed `total` bytes."""
-    seen = 0
+def _skip_rest(fh, seen: int, total: int) -> Tuple[int, int]:
+    """Read past the rest of a line longer than a document may be, a piece at a time: (its bytes, seen)."""
+    n = 0
     while True:
-        line = fh.readline(limit + 1)
-        if not line:
-            return
-        seen += len(line)
-        if len(line) > limit and not line.endswith(b"\n"):
-            head, n = line[:1], len(line)
-            del line
-            while True:
-                if seen > total:
-                    raise _TooLarge()
-                more = fh.readline(_CHUNK)
-                n += len(more)
-                seen += len(more)
-                if not more or more.endswith(b"\n"):
-                    break
-            yield head, None, n
-        else:
-            yield line[:1], line, len(line)
         if seen > total:
             raise _TooLarge()
+        more = fh.readline(_CHUNK)
+        n += len(more)
+        seen += len(more)
+        if not more or more.endswith(b"\n"):
+            return n, seen
 
 
 def documents(fh, where: str, total: int = DEFAULT_MAX_INPUT) -> Iterator[Tuple[str, Optional[bytes]]]:
-    """(where:line, raw document) for each document in a binary stream (None for one over the size limit)."""
+    """(where:line, raw document) for each document in a binary stream (None for one over the size limit).
+
+    A line is read at most MAX_SNAPSHOT_BYTES + 1 bytes at a time (a 10 GiB line without a newline is never held
+    whole); _TooLarge once the stream passed `total` bytes. (One loop, no line generator under it: this runs once
+    per line of every pretty-printed snapshot.)"""
+    limit = MAX_SNAPSHOT_BYTES
+    readline = fh.readline
     buf: List[bytes] = []
-    size, start, lineno, started = 0, 1, 0, False
-    for head, line, length in _lines(fh, MAX_SNAPSHOT_BYTES, total):
+    size, start, lineno, seen, started = 0, 1, 0, 0, False
+    while True:
+        line = readline(limit + 1)
+        if not line:
+            break
         lineno += 1
-        if head == b"{" and started:
-            yield f"{where}:{start}", (b"".join(buf) if size <= MAX_SNAPSHOT_BYTES else None)
+        length = len(line)
+        seen += length
+        if length > limit and not line.endswith(b"\n"):
+            first = line[:1]
+            line = b""
+            rest, seen = _skip_rest(fh, seen, total)
+            length += rest
+            whole = False
+        else:
+            first = line[:1]
+            whole = True
+        if seen > total:
+            raise _TooLarge()
+        if first == b"{" and started:
+            yield f"{where}:{start}", (b"".join(buf) if size <= limit else None)
             buf, size, started = [], 0, False
         if not started:
-            if line is not None and not line.strip():
+            if whole and not line.strip():
                 continue
             start, started = lineno, True
         size += length
-        if size <= MAX_SNAPSHOT_BYTES and line is not None:
+        if size <= limit and whole:
             buf.append(line)
-        else:
+        elif buf:
             buf = []
     if started:
-        yield f"{where}:{start}", (b"".join(buf) if size <= MAX_SNAPSHOT_BYTES else None)
+        yield f"{where}:{start}", (b"".join(buf) if size <= limit else None)
 
 
 class Ingester:
@@ -427,8 +434,8 @@ def _build_new(path: Path, why: Optional[str], entries: List[Dict[str, Any]], in
                 Ingester(store, labels, max_input=max_input, result=result).run(inputs)
         finally:
             store.close()
-        if inputs:
-            mark = S.append_ledger(path, inputs, labels)
+        if _read(inputs, result):
+            mark = S.append_ledger(path, _read(inputs, result), labels)
         aside = None
         if why is not None and os.path.exists(path):
             if os.path.getsize(path):  # an empty file holds nothing to keep
@@ -444,6 +451,11 @@ def _build_new(path: Path, why: Optional[str], entries: List[Dict[str, Any]], in
             except FileExistsError:
                 raise BadInput(f"fleet store {path} was created by another command meanwhile: run the ingest again") \
                     from None
+            except OSError:  # a file system without hard links: a plain rename (the check just above is all there is)
+                if os.path.exists(path):
+                    raise BadInput(f"fleet store {path} was created by another command meanwhile: run the ingest "
+                                   "again") from None
+                os.replace(tmp, path)
             _unlink(tmp)
     except BaseException:
         if mark is not None:
@@ -482,6 +494,8 @@ def ingest(path: Path, inputs: List[str], labels: Dict[str, str], notes: List[st
     if why is not None and why != "an empty file" and not entries:
         raise BadInput(f"fleet store {path} is damaged ({why}) and has no inputs ledger "
                        f"({S.ledger_path(path)}) to rebuild it from: ingest the snapshots again into a new store")
+    if rebuild and not entries:
+        raise BadInput(f"--rebuild: fleet store {path} has no inputs ledger ({S.ledger_path(path)}) to rebuild it from")
     if rebuild and exists and why is None:
         why = REBUILD
     result = Result()
@@ -517,6 +531,12 @@ def ingest(path: Path, inputs: List[str], labels: Dict[str, str], notes: List[st
     return result
 
 
+def _read(inputs: List[str], result: Result) -> List[str]:
+    """The inputs the ledger lists: those not refused whole (a folder partly read stays)."""
+    refused = {where for where, _ in result.refused}
+    return [x for x in inputs if x not in refused]
+
+
 def _into(path: Path, inputs: List[str], labels: Dict[str, str], max_input: int, result: Result) -> None:
     """One transaction into the existing store; its ledger line is written (synced) before the commit and taken
     back when the commit fails, so the ledger lists what the store holds."""
@@ -524,8 +544,9 @@ def _into(path: Path, inputs: List[str], labels: Dict[str, str], max_input: int,
     try:
         ing = Ingester(store, labels, max_input=max_input, result=result)
         ing.load(inputs)
+        listed = _read(inputs, result)
         try:
-            mark = S.append_ledger(path, inputs, labels)
+            mark = S.append_ledger(path, listed, labels) if listed else None
         except BaseException:
             store.rollback()
             raise
@@ -536,7 +557,8 @@ def _into(path: Path, inputs: List[str], labels: Dict[str, str], max_input: int,
                 store.rollback()
             except sqlite3.Error:
                 pass
-            S.truncate_ledger(path, mark)
+            if mark is not None:
+                S.truncate_ledger(path, mark)
             raise
     finally:
         store.close()
