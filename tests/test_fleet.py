@@ -187,9 +187,15 @@ def test_a_store_cut_short_is_rebuilt_from_its_inputs(tmp_path, planted):
     for p in (Path(f"{store}-wal"), Path(f"{store}-shm")):
         if p.exists():
             p.unlink()
-    proc = ok(envdoctor("fleet", "report", "--format", "json", store=store))
+    damaged = store.read_bytes()
+    # a report only reads: it says the store is damaged and how to rebuild it, and leaves the file alone
+    proc = envdoctor("fleet", "report", "--format", "json", store=store)
+    assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
+    assert "is damaged" in proc.stderr and "fleet ingest --rebuild" in proc.stderr and "3 ingests" in proc.stderr
+    assert store.read_bytes() == damaged
+    proc = ok(envdoctor("fleet", "ingest", "--rebuild", store=store))
     assert "was damaged" in proc.stderr and "rebuilt from 3 ingests" in proc.stderr
-    after = json.loads(proc.stdout)
+    after = report_json(store)
     assert after["nodes"] == before["nodes"] == 30
     assert [g["nodes"] for g in after["groups"]] == [g["nodes"] for g in before["groups"]]
     assert any(p.name.startswith("fleet.db.damaged-") for p in tmp_path.iterdir())

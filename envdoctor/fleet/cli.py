@@ -1,7 +1,10 @@
 """`envdoctor fleet ...`: ingest snapshots of many nodes, report, gate, drift, and collection manifests.
 
 Exit codes: 0 done; 1 `fleet gate` found nodes that would fail (with `fleet ingest --strict`: a bad snapshot);
-2 bad usage or input. The work is in the fleet package's modules; this one translates the options.
+2 bad usage or input: also a store that is missing, damaged or cannot be read (report, gate, drift), and an
+ingest where an input could not be read at all (missing, not a regular file, over the per-input cap: the other
+inputs are ingested) or the store could not be written (it is left as it was). The work is in the fleet
+package's modules; this one translates the options.
 """
 from __future__ import annotations
 
@@ -19,8 +22,8 @@ from envdoctor.fleet import drift as D
 from envdoctor.fleet import gate as G
 from envdoctor.fleet import manifests as M
 from envdoctor.fleet import report as R
+from envdoctor.fleet.ingest import DEFAULT_MAX_INPUT, open_store, parse_labels, parse_size
 from envdoctor.fleet.ingest import ingest as do_ingest
-from envdoctor.fleet.ingest import open_store, parse_labels
 from envdoctor.fleet.store import Store, store_path
 from envdoctor.snapshot_io import dump_json
 
@@ -47,12 +50,9 @@ def where_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def _open(store_file: Optional[str], notes: Optional[List[str]] = None, create: bool = False) -> Store:
-    notes = [] if notes is None else notes
-    store = open_store(store_path(store_file), create=create, notes=notes)
-    for n in notes:
-        click.echo(f"envdoctor: {n}", err=True)
-    return store
+def _open(store_file: Optional[str]) -> Store:
+    """The store, read-only: report, gate and drift never write it (a damaged one: one line, exit 2)."""
+    return open_store(store_path(store_file))
 
 
 def _emit(data: Any, fmt: str, text_fn: Optional[Callable[[Any], str]], output: Optional[str]) -> None:
@@ -68,31 +68,45 @@ def fleet() -> None:
 
 
 @fleet.command()
-@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.argument("paths", nargs=-1, metavar="PATH...")
 @store_option
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE",
               help="Label every snapshot of this ingest (e.g. partition=gpu); `--where` selects by it.")
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
 @click.option("--strict", is_flag=True, help="Exit 1 when a snapshot was bad (they are skipped either way).")
-def ingest(paths: Tuple[str, ...], store_file: Optional[str], labels: Tuple[str, ...], fmt: str, strict: bool) -> None:
+@click.option("--max-input", "max_input", metavar="SIZE", default=None,
+              help=f"The most one input (a file, a tarball member, stdin) may hold, e.g. 512M, 4G "
+                   f"(default {DEFAULT_MAX_INPUT // 1024 ** 3}G); a larger one is refused unread.")
+@click.option("--rebuild", is_flag=True,
+              help="Rebuild the store from its inputs ledger (done anyway when the store is damaged); PATH optional.")
+def ingest(paths: Tuple[str, ...], store_file: Optional[str], labels: Tuple[str, ...], fmt: str, strict: bool,
+           max_input: Optional[str], rebuild: bool) -> None:
     """Read snapshots from folders, JSON-lines files, tarballs or - (stdin) into the store.
 
     Ingesting the same snapshot (node and time) twice is a no-op; a bad snapshot is reported with its file and
-    skipped."""
+    skipped. Exit 2 when an input could not be read at all (the others are ingested) or the store could not be
+    written (it is left as it was)."""
+    if not paths and not rebuild:
+        raise BadInput("name the snapshots to ingest (PATH..., - for stdin), or --rebuild")
     if list(paths).count("-") > 1:
         raise BadInput("- (stdin) can be named once")
+    cap = parse_size(max_input) if max_input is not None else DEFAULT_MAX_INPUT
     notes: List[str] = []
-    result = do_ingest(store_path(store_file), list(paths), parse_labels(labels), notes)
+    result = do_ingest(store_path(store_file), list(paths), parse_labels(labels), notes, max_input=cap,
+                       rebuild=rebuild)
     for n in notes:
         click.echo(f"envdoctor: {n}", err=True)
+    for where, why in result.refused:
+        click.echo(f"envdoctor: cannot ingest {where}: {why}", err=True)
     for where, why in result.bad:
         click.echo(f"envdoctor: skipped {where}: {why}", err=True)
     if fmt == "json":
         _emit(result.to_dict(), "json", None, None)
     else:
         click.echo(f"{result.read} snapshots read: {result.new} new, {result.duplicates} already in the store, "
-                   f"{len(result.bad)} bad (skipped)")
-    sys.exit(1 if strict and result.bad else 0)
+                   f"{len(result.bad)} bad (skipped)"
+                   + (f"; {len(result.refused)} inputs not read" if result.refused else ""))
+    sys.exit(2 if result.refused else 1 if strict and result.bad else 0)
 
 
 @fleet.command()

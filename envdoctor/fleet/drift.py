@@ -12,6 +12,7 @@ from envdoctor.errors import BadInput
 from envdoctor.fleet import fingerprint as F
 from envdoctor.fleet.report import select
 from envdoctor.fleet.store import Store
+from envdoctor.formats.safe_text import printable
 
 DRIFT_SCHEMA = "envdoctor-fleet-drift/1"
 
@@ -60,6 +61,11 @@ def run(store: Store, since: str, until: Optional[str], where: Dict[str, str]) -
 
 
 def render_text(res: Dict[str, Any]) -> str:
+    # facts and names come from the nodes' snapshots: no control character reaches the terminal
+    return printable(_text(res))
+
+
+def _text(res: Dict[str, Any]) -> str:
     lines = [f"envdoctor fleet drift since {res['since']}" + (f" until {res['until']}" if res["until"] else "")
              + f": {len(res['changed'])} nodes changed, {res['unchanged']} unchanged, {len(res['new'])} new, "
              f"{len(res['not_seen_since'])} not seen since"]

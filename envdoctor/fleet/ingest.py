@@ -3,7 +3,15 @@
 A file holds one snapshot or many: JSON lines, or pretty-printed documents one after the other (a new document
 starts at a line beginning with "{", as `kubectl logs` of many pods prints them). Each document is a snapshot,
 `envdoctor check --format json` output, or an envelope {"node": ..., "labels": {...}, "snapshot": {...}}.
-A bad document is reported with its file (and line) and skipped; the rest goes on.
+A bad document is reported with its file (and line) and skipped; the rest goes on. An input that cannot be
+read at all (missing, not a regular file, over the per-input cap) is refused with one line; the others go on.
+
+Every input is read in bounded pieces: a line is read at most one document's limit at a time, and an input (a
+file, a tarball member, stdin) holds at most `max_input` bytes (DEFAULT_MAX_INPUT unless --max-input).
+
+The store changes only as a whole: one transaction per ingest into an existing store; a new or rebuilt store is
+written to a temporary file beside it and renamed into place once complete, so a failure (a full disk) leaves
+the store as it was and never an empty or half-built one.
 """
 from __future__ import annotations
 
@@ -11,6 +19,9 @@ import datetime
 import hashlib
 import json
 import os
+import re
+import sqlite3
+import stat
 import sys
 import tarfile
 from dataclasses import dataclass, field
@@ -20,12 +31,37 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 from envdoctor.errors import BadInput
 from envdoctor.fleet import fingerprint as F
 from envdoctor.fleet import store as S
+from envdoctor.infile import Unreadable, human_size, kind_of, open_regular
+from envdoctor.infile import why as why_os
 from envdoctor.redact import REDACTED
 from envdoctor.snapshot_io import MAX_SNAPSHOT_BYTES, decode_json, snapshot_from_data
 
 FILE_SUFFIXES = (".json", ".jsonl", ".ndjson")
 TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.xz", ".tar.bz2")
 FUTURE_SLACK = datetime.timedelta(minutes=10)  # clock skew tolerated between a node and this machine
+# One input's bytes at most: 100,000 nodes' snapshots (~8.5 kB each) in one JSON-lines file are ~850 MB; the
+# bound is there so that an endless pipe (`yes | fleet ingest -`) or a huge sparse file is refused, not spooled
+DEFAULT_MAX_INPUT = 2 * 1024 ** 3
+_CHUNK = 1 << 20
+
+
+def parse_size(text: str) -> int:
+    """--max-input: bytes, or a number with K / M / G (KiB, MiB, GiB)."""
+    m = re.fullmatch(r"\s*(\d+)\s*([kmg]?)(?:i?b)?\s*", str(text), re.IGNORECASE)
+    if not m or int(m.group(1)) <= 0:
+        raise BadInput(f"--max-input {text!r}: expected a size such as 512M or 2G")
+    return int(m.group(1)) * 1024 ** " kmg".index((m.group(2) or " ").lower())
+
+
+def cap_text(limit: int) -> str:
+    return f"larger than {human_size(limit)} (the per-input cap; --max-input raises it)"
+
+
+REBUILD = "--rebuild"  # the reason a sound store is rebuilt: the user asked
+
+
+class _TooLarge(Exception):
+    """An input went past the per-input cap while being read."""
 
 
 @dataclass
@@ -33,12 +69,14 @@ class Result:
     read: int = 0
     new: int = 0
     duplicates: int = 0
-    bad: List[Tuple[str, str]] = field(default_factory=list)  # (where, why)
+    bad: List[Tuple[str, str]] = field(default_factory=list)  # (where, why): bad documents
+    refused: List[Tuple[str, str]] = field(default_factory=list)  # (where, why): inputs not read at all
     inputs: List[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"read": self.read, "new": self.new, "duplicates": self.duplicates,
-                "bad": [{"where": w, "why": y} for w, y in self.bad], "inputs": self.inputs}
+                "bad": [{"where": w, "why": y} for w, y in self.bad],
+                "refused": [{"where": w, "why": y} for w, y in self.refused], "inputs": self.inputs}
 
 
 def parse_labels(values) -> Dict[str, str]:
@@ -67,86 +105,159 @@ def _stem(name: str) -> str:
     return base
 
 
-def documents(fh, where: str) -> Iterator[Tuple[str, Optional[bytes]]]:
-    """(where:line, raw document) for each document in a binary stream (None for one over the size limit)."""
+def _skip_rest(fh, seen: int, total: int) -> Tuple[int, int]:
+    """Read past the rest of a line longer than a document may be, a piece at a time: (its bytes, seen)."""
+    n = 0
+    while True:
+        if seen > total:
+            raise _TooLarge()
+        more = fh.readline(_CHUNK)
+        n += len(more)
+        seen += len(more)
+        if not more or more.endswith(b"\n"):
+            return n, seen
+
+
+def documents(fh, where: str, total: int = DEFAULT_MAX_INPUT) -> Iterator[Tuple[str, Optional[bytes]]]:
+    """(where:line, raw document) for each document in a binary stream (None for one over the size limit).
+
+    A line is read at most MAX_SNAPSHOT_BYTES + 1 bytes at a time (a 10 GiB line without a newline is never held
+    whole); _TooLarge once the stream passed `total` bytes. (One loop, no line generator under it: this runs once
+    per line of every pretty-printed snapshot.)"""
+    limit = MAX_SNAPSHOT_BYTES
+    readline = fh.readline
     buf: List[bytes] = []
-    size, start, lineno = 0, 1, 0
-    for line in fh:
+    size, start, lineno, seen, started = 0, 1, 0, 0, False
+    while True:
+        line = readline(limit + 1)
+        if not line:
+            break
         lineno += 1
-        if line[:1] == b"{" and buf:
-            yield f"{where}:{start}", (b"".join(buf) if size <= MAX_SNAPSHOT_BYTES else None)
-            buf, size = [], 0
-        if not buf:
-            if not line.strip():
+        length = len(line)
+        seen += length
+        if length > limit and not line.endswith(b"\n"):
+            first = line[:1]
+            line = b""
+            rest, seen = _skip_rest(fh, seen, total)
+            length += rest
+            whole = False
+        else:
+            first = line[:1]
+            whole = True
+        if seen > total:
+            raise _TooLarge()
+        if first == b"{" and started:
+            yield f"{where}:{start}", (b"".join(buf) if size <= limit else None)
+            buf, size, started = [], 0, False
+        if not started:
+            if whole and not line.strip():
                 continue
-            start = lineno
-        size += len(line)
-        if size <= MAX_SNAPSHOT_BYTES:
+            start, started = lineno, True
+        size += length
+        if size <= limit and whole:
             buf.append(line)
-        elif not buf:
-            buf.append(b"")
-    if buf:
-        yield f"{where}:{start}", (b"".join(buf) if size <= MAX_SNAPSHOT_BYTES else None)
+        elif buf:
+            buf = []
+    if started:
+        yield f"{where}:{start}", (b"".join(buf) if size <= limit else None)
 
 
 class Ingester:
     """Reads documents, validates each snapshot once per distinct content, and writes rows in one transaction."""
 
-    def __init__(self, store: S.Store, labels: Dict[str, str], now: Optional[datetime.datetime] = None) -> None:
+    def __init__(self, store: S.Store, labels: Dict[str, str], now: Optional[datetime.datetime] = None,
+                 max_input: int = DEFAULT_MAX_INPUT, result: Optional[Result] = None) -> None:
         self.store, self.labels = store, labels
         self.now = now or S.now_utc()
-        self.result = Result()
+        self.max_input = max_input
+        self.result = result if result is not None else Result()
         self._cache: Dict[bytes, tuple] = {}
         self._rows: List[tuple] = []
         self.ingest_id = 0
 
     def run(self, inputs: List[str]) -> Result:
-        self.result.inputs = inputs
-        self.ingest_id = self.store.begin(inputs, self.labels)
+        """load, then commit."""
+        self.load(inputs)
         try:
-            for path in inputs:
-                self._path(path)
-            self._flush()
             self.store.commit()
         except BaseException:
             self.store.rollback()
             raise
         return self.result
 
+    def load(self, inputs: List[str]) -> Result:
+        """Read every input into the store's open transaction (the caller commits; rolled back on failure)."""
+        self.result.inputs = inputs
+        self.ingest_id = self.store.begin(inputs, self.labels)
+        try:
+            for path in inputs:
+                self._path(path)
+            self._flush()
+        except BaseException:
+            self.store.rollback()
+            raise
+        return self.result
+
+    def _refuse(self, where: str, why: str) -> None:
+        self.result.refused.append((where, why))
+
     # -- sources --------------------------------------------------------------------------------
     def _path(self, path: str) -> None:
-        p = Path(path)
-        if p.is_dir():
+        try:
+            mode = os.stat(path).st_mode  # follows links; a loop or a file as a parent folder: one line, below
+        except FileNotFoundError:
+            self._refuse(path, "no such file or folder")
+            return
+        except (OSError, ValueError) as exc:
+            self._refuse(path, why_os(exc))
+            return
+        if stat.S_ISDIR(mode):
             found = False
-            for folder, dirs, files in os.walk(p):
+            errors: List[OSError] = []
+            for folder, dirs, files in os.walk(path, onerror=errors.append):
                 dirs.sort()
                 for name in sorted(files):
                     if _is_tar(name) or _is_snapshot_file(name):
                         found = True
                         self._file(Path(folder) / name)
-            if not found:
-                self.result.bad.append((str(p), "no snapshot files (*.json, *.jsonl, *.ndjson, tarballs) in this folder"))
-        elif p.is_file():
-            self._file(p)
+            for err in errors:
+                self._refuse(str(err.filename or path), why_os(err))
+            if not found and not errors:
+                self.result.bad.append((path, "no snapshot files (*.json, *.jsonl, *.ndjson, tarballs) in this folder"))
+        elif stat.S_ISREG(mode):
+            self._file(Path(path))
         else:
-            self.result.bad.append((str(p), "no such file or folder"))
+            self._refuse(path, f"it is {kind_of(mode)}, not a regular file")
 
     def _file(self, p: Path) -> None:
         try:
-            if _is_tar(p.name) or (not _is_snapshot_file(p.name) and tarfile.is_tarfile(str(p))):
-                self._tar(p)
-                return
-            with open(p, "rb") as fh:
+            fd = open_regular(p)  # O_NONBLOCK + fstat: a FIFO found in a folder is refused, never waited on
+        except (OSError, Unreadable) as exc:
+            self._refuse(str(p), f"cannot read: {why_os(exc)}")
+            return
+        try:
+            with os.fdopen(fd, "rb") as fh:
+                if os.fstat(fh.fileno()).st_size > self.max_input:
+                    self._refuse(str(p), cap_text(self.max_input))  # refused unread
+                    return
+                if _is_tar(p.name) or (not _is_snapshot_file(p.name) and tarfile.is_tarfile(fh)):
+                    fh.seek(0)
+                    self._tar(p, fh)
+                    return
+                fh.seek(0)
                 self._stream(fh, str(p), _stem(p.name))
         except OSError as exc:
-            self.result.bad.append((str(p), f"cannot read: {exc.strerror or exc}"))
+            self._refuse(str(p), f"cannot read: {why_os(exc)}")
 
-    def _tar(self, p: Path) -> None:
+    def _tar(self, p: Path, fileobj) -> None:
         members = 0
         try:
-            with tarfile.open(str(p), "r:*") as tf:
+            with tarfile.open(fileobj=fileobj, mode="r:*") as tf:
                 for m in tf:
                     if not m.isfile() or not _is_snapshot_file(m.name):
+                        continue
+                    if m.size > self.max_input:
+                        self._refuse(f"{p}:{m.name}", cap_text(self.max_input))
                         continue
                     fh = tf.extractfile(m)
                     if fh is not None:
@@ -156,19 +267,22 @@ class Ingester:
             self.result.bad.append((str(p), f"tarball damaged or cut short after {members} snapshot files: {exc}"))
 
     def _stream(self, fh, where: str, stem: str) -> None:
-        docs = documents(fh, where)
-        first = next(docs, None)
-        if first is None:
-            self.result.bad.append((where, "empty file"))
-            return
-        second = next(docs, None)
-        # a file with one snapshot is named after its node (Slurm: DIR/%N.json): the name stands in when the
-        # snapshot carries none; in a file of many, each needs its own
-        self._document(*first, stem if second is None else None)
-        if second is not None:
-            self._document(*second, None)
-            for w, raw in docs:
-                self._document(w, raw, None)
+        docs = documents(fh, where, self.max_input)
+        try:
+            first = next(docs, None)
+            if first is None:
+                self.result.bad.append((where, "empty file"))
+                return
+            second = next(docs, None)
+            # a file with one snapshot is named after its node (Slurm: DIR/%N.json): the name stands in when the
+            # snapshot carries none; in a file of many, each needs its own
+            self._document(*first, stem if second is None else None)
+            if second is not None:
+                self._document(*second, None)
+                for w, raw in docs:
+                    self._document(w, raw, None)
+        except _TooLarge:  # it grew past the cap while read (its size said less): what came before is kept
+            self._refuse(where, cap_text(self.max_input) + "; the rest was not read")
 
     # -- one document -----------------------------------------------------------------------------
     def _document(self, where: str, raw: Optional[bytes], stem: Optional[str]) -> None:
@@ -254,56 +368,197 @@ class Ingester:
             self._rows = []
 
 
-def spool_stdin(path: Path) -> str:
-    """Keep what stdin held beside the store, so the ledger can replay it."""
+def spool_stdin(path: Path, max_input: int = DEFAULT_MAX_INPUT) -> Optional[str]:
+    """Keep what stdin held beside the store, so the ledger can replay it; None (nothing kept, the rest of stdin
+    not read) when it holds more than max_input bytes."""
     folder = S.spool_dir(path)
-    folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"stdin-{S.now_utc().strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.jsonl"
-    with open(target, "wb") as out:
-        while True:
-            chunk = sys.stdin.buffer.read(1 << 20)
-            if not chunk:
-                break
-            out.write(chunk)
-    return str(target.resolve())
+    got = 0
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(target, "wb") as out:
+            while got <= max_input:
+                chunk = sys.stdin.buffer.read(min(_CHUNK, max_input + 1 - got))
+                if not chunk:
+                    break
+                got += len(chunk)
+                if got <= max_input:
+                    out.write(chunk)
+    except OSError as exc:
+        _unlink(target)
+        raise BadInput(f"cannot keep stdin in {folder}: {why_os(exc)} (nothing was ingested)") from None
+    if got > max_input:
+        _unlink(target)
+        return None
+    return os.path.abspath(target)
 
 
-def open_store(path: Path, create: bool = True, notes: Optional[List[str]] = None) -> S.Store:
-    """The store at path; a damaged one is moved aside and rebuilt from its ledger (what was rebuilt: in notes)."""
-    why = S.damage(path)
-    if why is None:
-        return S.Store(path, create=create)
-    entries = S.read_ledger(path)
-    aside = path.with_name(f"{path.name}.damaged-{S.now_utc().strftime('%Y%m%dT%H%M%S')}")
-    if not entries:
-        raise BadInput(f"fleet store {path} is damaged ({why}) and has no inputs ledger "
-                       f"({S.ledger_path(path)}) to rebuild it from: ingest the snapshots again into a new store")
-    for suffix in ("", "-wal", "-shm"):
-        src = Path(str(path) + suffix)
-        if src.exists():
-            os.replace(src, str(aside) + suffix)
-    store = S.Store(path)
-    result = Result()
+def _unlink(path: "os.PathLike[str] | str") -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _remove_db(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        _unlink(str(path) + suffix)
+
+
+def _replay(store: S.Store, entries: List[Dict[str, Any]]) -> Result:
+    """Every ingest of the ledger again, in order, each in its own transaction."""
+    total = Result()
     for entry in entries:
         inputs = [str(x) for x in entry["inputs"]]
         labels = {str(k): str(v) for k, v in (entry.get("labels") or {}).items()}
         part = Ingester(store, labels).run(inputs)
-        result.read += part.read
-        result.new += part.new
-        result.bad.extend(part.bad)
-    if notes is not None:
-        notes.append(f"fleet store {path} was damaged ({why}): moved to {aside.name} and rebuilt from "
-                     f"{len(entries)} ingests in its ledger: {result.new} snapshots"
-                     + (f", {len(result.bad)} inputs unreadable" if result.bad else ""))
-    return store
+        total.read += part.read
+        total.new += part.new
+        total.bad.extend(part.bad + part.refused)
+    return total
 
 
-def ingest(path: Path, inputs: List[str], labels: Dict[str, str], notes: List[str]) -> Result:
-    resolved = [spool_stdin(path) if x == "-" else str(Path(x).resolve()) for x in inputs]
-    store = open_store(path, notes=notes)
+def _build_new(path: Path, why: Optional[str], entries: List[Dict[str, Any]], inputs: List[str],
+               labels: Dict[str, str], max_input: int, result: Result, notes: List[str]) -> None:
+    """A store built from scratch (the ledger's ingests, then this one's inputs) in a temporary file beside the
+    store, renamed into place once complete; the file there before (damaged or empty) is moved aside only then.
+    On any failure the temporary file is removed and nothing else changed."""
+    tmp = path.with_name(f".{path.name}.building-{os.getpid()}")
+    _remove_db(tmp)
+    mark: Optional[int] = None
     try:
-        result = Ingester(store, labels).run(resolved)
+        store = S.Store(tmp)
+        try:
+            replayed = _replay(store, entries)
+            if inputs:
+                Ingester(store, labels, max_input=max_input, result=result).run(inputs)
+        finally:
+            store.close()
+        if _read(inputs, result):
+            mark = S.append_ledger(path, _read(inputs, result), labels)
+        aside = None
+        if why is not None and os.path.exists(path):
+            if os.path.getsize(path):  # an empty file holds nothing to keep
+                kind = "before-rebuild" if why == REBUILD else "damaged"
+                aside = path.with_name(f"{path.name}.{kind}-{S.now_utc().strftime('%Y%m%dT%H%M%S')}")
+                for suffix in ("", "-wal", "-shm"):
+                    if os.path.exists(str(path) + suffix):
+                        os.replace(str(path) + suffix, str(aside) + suffix)
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)  # never over a store another ingest created meanwhile
+            except FileExistsError:
+                raise BadInput(f"fleet store {path} was created by another command meanwhile: run the ingest again") \
+                    from None
+            except OSError:  # a file system without hard links: a plain rename (the check just above is all there is)
+                if os.path.exists(path):
+                    raise BadInput(f"fleet store {path} was created by another command meanwhile: run the ingest "
+                                   "again") from None
+                os.replace(tmp, path)
+            _unlink(tmp)
+    except BaseException:
+        if mark is not None:
+            S.truncate_ledger(path, mark)
+        _remove_db(tmp)
+        raise
+    if entries:
+        what = ("was rebuilt (--rebuild)" if why == REBUILD else f"was damaged ({why})" if why is not None
+                else "did not exist")
+        moved = f": moved to {aside.name} and" if aside is not None else ":"
+        notes.append(f"fleet store {path} {what}{moved} rebuilt from {len(entries)} ingests in its ledger: "
+                     f"{replayed.new} snapshots" + (f", {len(replayed.bad)} inputs unreadable" if replayed.bad else ""))
+
+
+def open_store(path: Path, create: bool = False, notes: Optional[List[str]] = None) -> S.Store:
+    """The store at path, read-only (report, gate, drift): a reader never creates, converts or repairs it. A
+    damaged one is one line naming how to rebuild it."""
+    S.check_path(path, create=False)
+    why = S.damage(path)
+    if why is not None:
+        n = len(S.read_ledger(path))
+        how = (f"`envdoctor fleet ingest --rebuild --store {path}` rebuilds it from the {n} ingests of its ledger"
+               if n else f"it has no inputs ledger ({S.ledger_path(path)}) to rebuild it from: ingest the snapshots "
+                         "again into a new store")
+        raise BadInput(f"fleet store {path} is damaged ({why}): {how}")
+    return S.Store(path, read_only=True)
+
+
+def ingest(path: Path, inputs: List[str], labels: Dict[str, str], notes: List[str],
+           max_input: int = DEFAULT_MAX_INPUT, rebuild: bool = False) -> Result:
+    """Ingest `inputs` into the store at path. A missing, empty or damaged store (or `rebuild`) is first rebuilt
+    from its ledger; the store changes only when all of it succeeded (see the module's docstring)."""
+    exists = S.check_path(path, create=True)
+    why = S.damage(path) if exists else None
+    entries = S.read_ledger(path)
+    if why is not None and why != "an empty file" and not entries:
+        raise BadInput(f"fleet store {path} is damaged ({why}) and has no inputs ledger "
+                       f"({S.ledger_path(path)}) to rebuild it from: ingest the snapshots again into a new store")
+    if rebuild and not entries:
+        raise BadInput(f"--rebuild: fleet store {path} has no inputs ledger ({S.ledger_path(path)}) to rebuild it from")
+    if rebuild and exists and why is None:
+        why = REBUILD
+    result = Result()
+    resolved: List[str] = []
+    spooled: Optional[str] = None
+    for x in inputs:
+        if x == "-":
+            spooled = spool_stdin(path, max_input)
+            if spooled is None:
+                result.refused.append(("-", "stdin is " + cap_text(max_input) + "; none of it was ingested"))
+                continue
+            resolved.append(spooled)
+        else:
+            resolved.append(os.path.abspath(x))  # not resolve(): a symlink loop is reported by the ingest
+    try:
+        if exists and why is None:
+            if resolved:
+                _into(path, resolved, labels, max_input, result)
+        elif resolved or entries or rebuild:
+            _build_new(path, why, entries, resolved, labels, max_input, result, notes)
+    except sqlite3.Error as exc:
+        if spooled:
+            _unlink(spooled)
+        raise BadInput(f"cannot write fleet store {path}: {exc} (the store is unchanged)") from None
+    except OSError as exc:
+        if spooled:
+            _unlink(spooled)
+        raise BadInput(f"cannot write fleet store {path}: {why_os(exc)} (the store is unchanged)") from None
+    except BaseException:
+        if spooled:
+            _unlink(spooled)
+        raise
+    return result
+
+
+def _read(inputs: List[str], result: Result) -> List[str]:
+    """The inputs the ledger lists: those not refused whole (a folder partly read stays)."""
+    refused = {where for where, _ in result.refused}
+    return [x for x in inputs if x not in refused]
+
+
+def _into(path: Path, inputs: List[str], labels: Dict[str, str], max_input: int, result: Result) -> None:
+    """One transaction into the existing store; its ledger line is written (synced) before the commit and taken
+    back when the commit fails, so the ledger lists what the store holds."""
+    store = S.Store(path)
+    try:
+        ing = Ingester(store, labels, max_input=max_input, result=result)
+        ing.load(inputs)
+        listed = _read(inputs, result)
+        try:
+            mark = S.append_ledger(path, listed, labels) if listed else None
+        except BaseException:
+            store.rollback()
+            raise
+        try:
+            store.commit()
+        except BaseException:
+            try:
+                store.rollback()
+            except sqlite3.Error:
+                pass
+            if mark is not None:
+                S.truncate_ledger(path, mark)
+            raise
     finally:
         store.close()
-    S.append_ledger(path, resolved, labels)
-    return result

@@ -11,9 +11,10 @@ from collections import Counter, defaultdict
 from typing import Any, Dict, Iterable, List, Optional
 
 from envdoctor import __version__
-from envdoctor.doctor import Prepared, build_report
+from envdoctor.doctor import Prepared, build_report, expected_on_cpu
 from envdoctor.fleet import fingerprint as F
 from envdoctor.fleet.store import Store
+from envdoctor.formats.safe_text import printable
 from envdoctor.snapshot_io import snapshot_from_data
 
 FLEET_SCHEMA = "envdoctor-fleet-report/1"
@@ -33,14 +34,34 @@ def groups_of(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
 
 
 def judge_configs(store: Store, fps: Iterable[str], prepared: Optional[Prepared]) -> Dict[str, List[Dict[str, str]]]:
-    """fp -> the check's findings on that configuration's representative snapshot (rules run once per fp)."""
+    """fp -> the check's findings on that configuration's representative snapshot (rules run once per fp), judged
+    exactly as `check --snapshot` judges it: the same rules with the same intent (`expect-cpu` as configured
+    here, none stated meaning none expected), so each finding has check's severity."""
+    expect_cpu = expected_on_cpu(())
     out = {}
     for fp in fps:
         snap = snapshot_from_data(store.representative(fp), f"configuration {fp}")
-        report = build_report(snap, prepared=prepared)
-        out[fp] = [{"id": f.id, "severity": f.severity, "title": f.title, "subject": f.subject}
-                   for f in report.findings if f.severity != "ok"]
+        report = build_report(snap, prepared=prepared, expect_cpu=expect_cpu)
+        seen = set()
+        found = []
+        for f in report.findings:
+            key = (f.id, f.severity, f.subject or "")
+            if f.severity != "ok" and key not in seen:
+                seen.add(key)
+                found.append({"id": f.id, "severity": f.severity, "title": f.title, "subject": f.subject or ""})
+        out[fp] = found
     return out
+
+
+def by_rule(findings: List[Dict[str, str]]) -> List[Dict[str, Any]]:
+    """One entry per (rule, severity), its subjects together (a rule finds one thing per framework, GPU...)."""
+    out: Dict[tuple, Dict[str, Any]] = {}
+    for f in findings:
+        e = out.setdefault((f["id"], f["severity"]), {"id": f["id"], "severity": f["severity"], "title": f["title"],
+                                                      "subjects": []})
+        if f["subject"] and f["subject"] not in e["subjects"]:
+            e["subjects"].append(f["subject"])
+    return list(out.values())
 
 
 def lost_gpus(rows: List[Dict[str, Any]], configs: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
@@ -76,8 +97,9 @@ def build(store: Store, where: Dict[str, str], prepared) -> Dict[str, Any]:
             "fingerprint": g["fp"], "majority": i == 0, "count": len(g["nodes"]), "nodes": g["nodes"],
             "differs": [{"fact": k, "majority": a, "here": b} for k, (a, b) in F.diff(majority, facts).items()],
             "facts": facts, "findings": findings[g["fp"]]})
-        for f in findings[g["fp"]]:
-            c = counts.setdefault((f["id"], f["severity"]), {**f, "nodes": 0, "configurations": 0})
+        for f in by_rule(findings[g["fp"]]):  # a node counts once per rule and severity, whatever it names
+            c = counts.setdefault((f["id"], f["severity"]), {**f, "subjects": [], "nodes": 0, "configurations": 0})
+            c["subjects"] += [x for x in f["subjects"] if x not in c["subjects"]]
             c["nodes"] += len(g["nodes"])
             c["configurations"] += 1
     rank = {"error": 0, "warning": 1, "info": 2}
@@ -105,7 +127,20 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
+def _subjects(subjects: List[str], limit: int = 6) -> str:
+    if not subjects:
+        return ""
+    shown = ", ".join(subjects[:limit]) + (f" (+{len(subjects) - limit} more)" if len(subjects) > limit else "")
+    return f" [{shown}]"
+
+
 def render_text(rep: Dict[str, Any]) -> str:
+    # every string here may come from a node's snapshot (GPU names, versions, node names): control characters are
+    # shown as escapes, so a snapshot cannot move the cursor, retitle or clear the reader's terminal
+    return printable(_text(rep))
+
+
+def _text(rep: Dict[str, Any]) -> str:
     where = " ".join(f"{k}={v}" for k, v in rep["where"].items())
     lines = [f"envdoctor fleet report: {_plural(rep['nodes'], 'node')}, "
              f"{_plural(rep['configurations'], 'configuration')}" + (f" (where {where})" if where else "")]
@@ -122,11 +157,12 @@ def render_text(rep: Dict[str, Any]) -> str:
             lines.append(f"Minority {g['fingerprint']}: {_plural(g['count'], 'node')}: {_names(g['nodes'])}")
             for d in g["differs"]:
                 lines.append(f"  {d['fact']:<22} {d['here'] or '(none)'}   (majority: {d['majority'] or '(none)'})")
-        for f in g["findings"]:
-            lines.append(f"  {f['severity'].upper():<7} {f['id']} {f['title']}")
+        for f in by_rule(g["findings"]):
+            lines.append(f"  {f['severity'].upper():<7} {f['id']} {f['title']}{_subjects(f['subjects'])}")
     lines += ["", "Findings (rules run once per configuration):"]
-    lines += [f"  {f['severity'].upper():<7} {f['id']} {f['title']}: {_plural(f['nodes'], 'node')} in "
-              f"{_plural(f['configurations'], 'configuration')}" for f in rep["findings"]] or ["  none"]
+    lines += [f"  {f['severity'].upper():<7} {f['id']} {f['title']}{_subjects(f['subjects'])}: "
+              f"{_plural(f['nodes'], 'node')} in {_plural(f['configurations'], 'configuration')}"
+              for f in rep["findings"]] or ["  none"]
     lines += ["", "Nodes needing a reboot:"]
     lines += [f"  {r['node']}: {r['why']}" for r in rep["reboot"]] or ["  none"]
     lines += ["", "Lost or hidden GPUs:"]
@@ -139,6 +175,10 @@ def _md(text: Any) -> str:
 
 
 def render_markdown(rep: Dict[str, Any]) -> str:
+    return printable(_markdown(rep))
+
+
+def _markdown(rep: Dict[str, Any]) -> str:
     lines = ["## envdoctor fleet report", "",
              f"{_plural(rep['nodes'], 'node')}, {_plural(rep['configurations'], 'configuration')}"]
     for g in rep["groups"]:
@@ -150,11 +190,12 @@ def render_markdown(rep: Dict[str, Any]) -> str:
         else:
             lines += ["| fact | value |", "| --- | --- |"]
             lines += [f"| {_md(k)} | {_md(v)} |" for k, v in g["facts"].items() if v]
-        for f in g["findings"]:
-            lines.append(f"- **{f['severity'].upper()} {f['id']}** {_md(f['title'])}")
-    lines += ["", "### Findings", "", "| ID | severity | title | nodes | configurations |", "| --- | --- | --- | --- | --- |"]
-    lines += [f"| {f['id']} | {f['severity']} | {_md(f['title'])} | {f['nodes']} | {f['configurations']} |"
-              for f in rep["findings"]]
+        for f in by_rule(g["findings"]):
+            lines.append(f"- **{f['severity'].upper()} {f['id']}** {_md(f['title'])}{_md(_subjects(f['subjects']))}")
+    lines += ["", "### Findings", "", "| ID | severity | title | subjects | nodes | configurations |",
+              "| --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {f['id']} | {f['severity']} | {_md(f['title'])} | {_md(', '.join(f['subjects']))} | {f['nodes']} | "
+              f"{f['configurations']} |" for f in rep["findings"]]
     lines += ["", "### Nodes needing a reboot", ""] + ([f"- {_md(r['node'])}: {_md(r['why'])}" for r in rep["reboot"]]
                                                       or ["None."])
     lines += ["", "### Lost or hidden GPUs", ""] + ([f"- {_md(r['node'])}: {_md(r['why'])}" for r in rep["lost_gpus"]]
@@ -168,6 +209,10 @@ _CSS = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{borde
 
 
 def render_html(rep: Dict[str, Any]) -> str:
+    return printable(_html(rep))
+
+
+def _html(rep: Dict[str, Any]) -> str:
     e = html.escape
 
     def table(head: List[str], rows: List[List[Any]]) -> str:
@@ -187,10 +232,11 @@ def render_html(rep: Dict[str, Any]) -> str:
         parts.append(f"<p>Nodes: {e(', '.join(g['nodes']))}</p>")
         if g["findings"]:
             parts.append("<ul>" + "".join(f"<li class=\"{e(f['severity'])}\">{e(f['severity'].upper())} {e(f['id'])} "
-                                          f"{e(f['title'])}</li>" for f in g["findings"]) + "</ul>")
-    parts.append("<h2>Findings</h2>" + table(["ID", "severity", "title", "nodes", "configurations"],
-                                             [[f["id"], f["severity"], f["title"], f["nodes"], f["configurations"]]
-                                              for f in rep["findings"]]))
+                                          f"{e(f['title'])}{e(_subjects(f['subjects']))}</li>"
+                                          for f in by_rule(g["findings"])) + "</ul>")
+    parts.append("<h2>Findings</h2>" + table(["ID", "severity", "title", "subjects", "nodes", "configurations"],
+                                             [[f["id"], f["severity"], f["title"], ", ".join(f["subjects"]),
+                                               f["nodes"], f["configurations"]] for f in rep["findings"]]))
     parts.append("<h2>Nodes needing a reboot</h2>" + table(["node", "why"], [[r["node"], r["why"]] for r in rep["reboot"]]))
     parts.append("<h2>Lost or hidden GPUs</h2>" + table(["node", "GPUs", "why"],
                                                         [[r["node"], r["gpus"], r["why"]] for r in rep["lost_gpus"]]))

@@ -51,13 +51,16 @@ def build_target(m: Any, *, cuda: Optional[str], driver: Optional[str], gpus: Se
                  python_path: Optional[str], python_version: Optional[str], platform: Optional[str], cpu: bool,
                  root_dir: Optional[str], snapshot_file: Optional[str], timeout: float,
                  frameworks: Dict[str, Optional[str]], companions: Optional[str],
-                 for_check: bool = False) -> Tuple[Constraints, Any]:
+                 for_check: bool = False, machine: Any = None, machine_where: str = "") -> Tuple[Constraints, Any]:
     """Constraints from the flags, over the machine (probed or a snapshot) where one is used.  Returns
-    (constraints, machine snapshot or None).  Without --cuda / --driver / --cpu the machine is probed."""
+    (constraints, machine snapshot or None).  Without --cuda / --driver / --cpu the machine is probed.
+    `machine`: a snapshot already loaded (fleet gate: a configuration's), named `machine_where`."""
     origin: Dict[str, str] = {}
     snap = None
     where = ""
-    if snapshot_file or root_dir or python_path or not (cuda or driver or cpu):
+    if machine is not None:
+        snap, where = machine, machine_where or "the machine"
+    elif snapshot_file or root_dir or python_path or not (cuda or driver or cpu):
         snap = obtain_snapshot(python_path, root_dir, snapshot_file, timeout)
         where = f"snapshot {snapshot_file}" if snapshot_file else ("the image " + root_dir if root_dir else "this machine")
     c = Constraints(cpu=bool(cpu))
@@ -187,11 +190,53 @@ def _relock(m: Any, path: str, parsed: Any, rec: Dict[str, Any], target: Any, ma
     return {"command": " ".join(shlex.quote(a) for a in args), "fits": bool(picks), "picks": picks}
 
 
+def is_lock(text: str) -> bool:
+    """Whether text is a lock envdoctor lock wrote (it carries the record --check reads back)."""
+    return "# envdoctor-lock:" in text and isinstance(parse_lock(text).record, dict)
+
+
 def check_lock(m: Any, path: str, target: Any, machine: Any, fmt: str, given: Dict[str, bool],
                source: Sequence[str] = ()) -> Tuple[str, int]:
     """lock --check FILE: does the lock still fit the target? (the answer's text, 0 it fits / 1 it does not); when
     it does not, the command that re-locks for the target (``source``: the options naming the machine read)."""
     text = read_text_or_bad_input(path, "--check")
+    result = judge_lock(m, path, text, target, machine, given)
+    relock = None
+    if not result.ok:
+        parsed = parse_lock(text, where=path)
+        rec = parsed.record if isinstance(parsed.record, dict) else {}
+        relock = _relock(m, path, parsed, rec, target, machine, source)
+    if fmt == "json":
+        data = result.to_dict()
+        data["file"] = path
+        data["target"] = target.to_dict()
+        data["relock"] = relock
+        text = dump_json(data)
+    elif result.ok:
+        text = f"{path} fits: {', '.join(c.label for c in result.picks)}"
+    else:
+        lines = [f"{path} no longer fits:"] + [f"  - {prob}" for prob in result.problems]
+        assert relock is not None
+        if relock["fits"]:
+            lines += [f"re-lock for this target (it pins {', '.join(relock['picks'])}):", f"  $ {relock['command']}"]
+        else:
+            lines += ["no lock of these frameworks fits this target; this says which constraints clash:",
+                      f"  $ {relock['command'].rsplit(' -o ', 1)[0]}"]
+        text = "\n".join(lines)
+    return redact_output(text), 0 if result.ok else 1
+
+
+def check_lock_on(m: Any, path: str, text: str, snap: Any, where: str) -> Any:
+    """`lock --check FILE --snapshot S` without other flags, on a snapshot already loaded (fleet gate asks this of
+    each configuration): the check's result (.ok, .problems). BadInput where lock has no builds for the machine."""
+    target, machine = build_target(m, cuda=None, driver=None, gpus=(), python_path=None, python_version=None,
+                                   platform=None, cpu=False, root_dir=None, snapshot_file=None, timeout=5.0,
+                                   frameworks={}, companions=None, for_check=True, machine=snap, machine_where=where)
+    return judge_lock(m, path, text, target, machine, given(None, None, (), None, None))
+
+
+def judge_lock(m: Any, path: str, text: str, target: Any, machine: Any, given: Dict[str, bool]) -> Any:
+    """The verdict of lock --check on the lock's text: the resolver's check result, problems included."""
     parsed = parse_lock(text, where=path)
     if not parsed.requirements:
         raise BadInput(f"--check {path}: no pinned requirements found (is it a lock written by envdoctor lock?)")
@@ -214,22 +259,4 @@ def check_lock(m: Any, path: str, target: Any, machine: Any, fmt: str, given: Di
         result.problems.append(f"no usable NVIDIA driver on the target (driver state: {state}): the CUDA builds "
                                f"{', '.join(c.label for c in result.picks if c.kind == 'cuda')} cannot run")
         result.ok = False
-    relock = None if result.ok else _relock(m, path, parsed, rec, target, machine, source)
-    if fmt == "json":
-        data = result.to_dict()
-        data["file"] = path
-        data["target"] = target.to_dict()
-        data["relock"] = relock
-        text = dump_json(data)
-    elif result.ok:
-        text = f"{path} fits: {', '.join(c.label for c in result.picks)}"
-    else:
-        lines = [f"{path} no longer fits:"] + [f"  - {prob}" for prob in result.problems]
-        assert relock is not None
-        if relock["fits"]:
-            lines += [f"re-lock for this target (it pins {', '.join(relock['picks'])}):", f"  $ {relock['command']}"]
-        else:
-            lines += ["no lock of these frameworks fits this target; this says which constraints clash:",
-                      f"  $ {relock['command'].rsplit(' -o ', 1)[0]}"]
-        text = "\n".join(lines)
-    return redact_output(text), 0 if result.ok else 1
+    return result
