@@ -120,6 +120,26 @@ def test_html_report_is_one_self_contained_page(tmp_path, planted):
     assert "reboot0" in out.read_text()
 
 
+def test_every_format_opens_with_the_summary(tmp_path, planted):
+    store = tmp_path / "fleet.db"
+    ok(envdoctor("fleet", "ingest", str(planted), store=store))
+    rep = report_json(store)
+    erring = sorted({n for g in rep["groups"] if any(f["severity"] == "error" for f in g["findings"]) for n in g["nodes"]})
+    ids = sorted({f["id"] for f in rep["findings"] if f["severity"] == "error"})
+    want = f"{len(erring)} of 29 nodes with an error" + (f" ({', '.join(ids)})" if ids else "") + ", "
+    html = tmp_path / "fleet.html"
+    ok(envdoctor("fleet", "report", "--format", "html", "-o", str(html), store=store))
+    page = html.read_text()
+    first_h2 = page.index("<h2>")
+    assert "<strong>Summary:</strong> " + want in page[:first_h2], page[:first_h2]  # before the first group
+    assert "the majority configuration covers 20; 1 need a reboot; 0 lost or hid GPUs." in page[:first_h2]
+    text = ok(envdoctor("fleet", "report", store=store)).stdout.splitlines()
+    assert text[1].startswith(want), text[:3]
+    md = ok(envdoctor("fleet", "report", "--format", "markdown", store=store)).stdout
+    assert md.split("###", 1)[0].rstrip().endswith("covers 20; 1 need a reboot; 0 lost or hid GPUs."), md[:400]
+    assert erring, rep["findings"]  # the planted old drivers are errors: the summary has something to count
+
+
 def test_ingest_reads_folders_jsonl_tarballs_and_stdin_idempotently(tmp_path):
     store = tmp_path / "fleet.db"
     folder = write_nodes(tmp_path / "dir", [node("a1", at(2)), node("a2", at(2))])

@@ -144,6 +144,8 @@ def _text(rep: Dict[str, Any]) -> str:
     where = " ".join(f"{k}={v}" for k, v in rep["where"].items())
     lines = [f"envdoctor fleet report: {_plural(rep['nodes'], 'node')}, "
              f"{_plural(rep['configurations'], 'configuration')}" + (f" (where {where})" if where else "")]
+    if rep["groups"]:
+        lines.append(_summary_line(rep))
     if not rep["groups"]:
         return "\n".join(lines + ["No nodes."]) + "\n"
     for g in rep["groups"]:
@@ -170,6 +172,28 @@ def _text(rep: Dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def summary(rep: Dict[str, Any]) -> Dict[str, Any]:
+    """The report's verdict at a glance: nodes whose configuration has an error / a warning (each node once), the
+    share of the majority configuration, reboots and lost GPUs."""
+    err = {n for g in rep["groups"] if any(f["severity"] == "error" for f in g["findings"]) for n in g["nodes"]}
+    warn = {n for g in rep["groups"] if any(f["severity"] == "warning" for f in g["findings"])
+            for n in g["nodes"]} - err
+    major = next((g["count"] for g in rep["groups"] if g["majority"]), 0)
+    return {"nodes": rep["nodes"], "with_errors": len(err), "with_warnings": len(warn),
+            "error_ids": sorted({f["id"] for f in rep["findings"] if f["severity"] == "error"}),
+            "majority_nodes": major, "reboot": len(rep["reboot"]), "lost_gpus": len(rep["lost_gpus"])}
+
+
+def _summary_line(rep: Dict[str, Any]) -> str:
+    s = summary(rep)
+    if not s["nodes"]:
+        return "No nodes."
+    head = (f"{s['with_errors']} of {_plural(s['nodes'], 'node')} with an error"
+            + (f" ({', '.join(s['error_ids'])})" if s["error_ids"] else "")
+            + f", {s['with_warnings']} with warnings only; the majority configuration covers {s['majority_nodes']}")
+    return head + f"; {s['reboot']} need a reboot; {s['lost_gpus']} lost or hid GPUs."
+
+
 def _md(text: Any) -> str:
     return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
 
@@ -180,7 +204,8 @@ def render_markdown(rep: Dict[str, Any]) -> str:
 
 def _markdown(rep: Dict[str, Any]) -> str:
     lines = ["## envdoctor fleet report", "",
-             f"{_plural(rep['nodes'], 'node')}, {_plural(rep['configurations'], 'configuration')}"]
+             f"{_plural(rep['nodes'], 'node')}, {_plural(rep['configurations'], 'configuration')}", "",
+             f"**Summary:** {_md(_summary_line(rep))}"]
     for g in rep["groups"]:
         title = "Majority" if g["majority"] else "Minority"
         lines += ["", f"### {title} `{g['fingerprint']}`: {_plural(g['count'], 'node')}", ""]
@@ -221,7 +246,9 @@ def _html(rep: Dict[str, Any]) -> str:
 
     parts = [f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>envdoctor fleet report</title>"
              f"<style>{_CSS}</style></head><body><h1>envdoctor fleet report</h1>",
-             f"<p>{_plural(rep['nodes'], 'node')}, {_plural(rep['configurations'], 'configuration')}</p>"]
+             f"<p>{_plural(rep['nodes'], 'node')}, {_plural(rep['configurations'], 'configuration')}</p>",
+             f"<p class=\"summary {'error' if summary(rep)['with_errors'] else 'ok'}\"><strong>Summary:</strong> "
+             f"{e(_summary_line(rep))}</p>"]
     for g in rep["groups"]:
         kind = "Majority" if g["majority"] else "Minority"
         parts.append(f"<h2>{kind} <code>{e(g['fingerprint'])}</code>: {_plural(g['count'], 'node')}</h2>")
