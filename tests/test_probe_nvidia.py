@@ -1,6 +1,8 @@
 """The NVIDIA probe on fake machines: fake roots, fake nvidia-smi scripts first on PATH, a fake pynvml."""
 from __future__ import annotations
 
+import json
+
 import os
 import shutil
 import stat
@@ -423,85 +425,109 @@ def test_image_root_never_runs_its_wsl_nvidia_smi(tmp_path):
 # -- NVML through a fake pynvml ----------------------------------------------------------------------------
 
 
-def make_pynvml(init_error=None, driver="550.54.15", cuda=12040, devices=None, hang: threading.Event = None):
-    m = types.ModuleType("pynvml")
-    m.NVML_ERROR_DRIVER_NOT_LOADED = 9
-    m.NVML_ERROR_LIBRARY_NOT_FOUND = 12
-    m.NVML_ERROR_NOT_SUPPORTED = 3
-    m.NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18
-    texts = {3: "Not Supported", 9: "Driver Not Loaded", 12: "NVML Shared Library Not Found",
-             18: "RM has detected an NVML/RM version mismatch."}
-
-    class NVMLError(Exception):
-        def __init__(self, value):
-            super().__init__(value)
-            self.value = value
-
-        def __str__(self):
-            return texts.get(self.value, f"NVML error {self.value}")
-
-    class NVMLError_DriverNotLoaded(NVMLError):
-        pass
-
-    class NVMLError_LibraryNotFound(NVMLError):
-        pass
-
-    class NVMLError_LibRmVersionMismatch(NVMLError):
-        pass
-
-    class NVMLError_NotSupported(NVMLError):
-        pass
-
-    m.NVMLError = NVMLError
-    m.errors = {9: NVMLError_DriverNotLoaded, 12: NVMLError_LibraryNotFound, 18: NVMLError_LibRmVersionMismatch, 3: NVMLError_NotSupported}
-    m.calls = {"init": 0, "shutdown": 0}
-    devices = devices if devices is not None else []
-
-    def nvmlInit():
-        m.calls["init"] += 1
-        if hang is not None:
-            hang.wait(30)
-        if init_error is not None:
-            raise m.errors[init_error](init_error)
-
-    def nvmlShutdown():
-        m.calls["shutdown"] += 1
-
-    m.nvmlInit = nvmlInit
-    m.nvmlShutdown = nvmlShutdown
-    m.nvmlSystemGetDriverVersion = lambda: driver
-    m.nvmlSystemGetCudaDriverVersion_v2 = lambda: cuda
-    m.nvmlDeviceGetCount = lambda: len(devices)
-    m.nvmlDeviceGetHandleByIndex = lambda i: devices[i]
-    m.nvmlDeviceGetName = lambda h: h["name"]
-    m.nvmlDeviceGetCudaComputeCapability = lambda h: h["cc"]
-    m.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(total=h["mem"], free=0, used=0)
-    m.nvmlDeviceGetPciInfo = lambda h: types.SimpleNamespace(busId=h["bus"])
-    m.nvmlDeviceGetUUID = lambda h: h["uuid"]
-
-    def serial(h):
-        raise NVMLError_NotSupported(3)
-
-    m.nvmlDeviceGetSerial = serial
-    return m
+_FAKE_PYNVML = """\
+# A fake pynvml (nvidia-ml-py's module), written by tests/test_probe_nvidia.py: the calls and answers of the real
+# bindings as the probe uses them, with the NVML error codes of nvml.h. envdoctor asks it from a child process.
+import json, os, time, types
+CONF = json.loads({conf!r})
+NVML_ERROR_DRIVER_NOT_LOADED = 9
+NVML_ERROR_LIBRARY_NOT_FOUND = 12
+NVML_ERROR_NOT_SUPPORTED = 3
+NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18
+_TEXTS = {{3: "Not Supported", 9: "Driver Not Loaded", 12: "NVML Shared Library Not Found",
+          18: "RM has detected an NVML/RM version mismatch."}}
 
 
-H200 = {"name": "NVIDIA H200", "cc": (9, 0), "mem": 150754820096, "bus": b"00000000:18:00.0",
+class NVMLError(Exception):
+    def __init__(self, value):
+        super().__init__(value)
+        self.value = value
+
+    def __str__(self):
+        return _TEXTS.get(self.value, "NVML error %s" % self.value)
+
+
+def _count(what):
+    path = CONF["calls"]
+    calls = json.load(open(path)) if os.path.exists(path) else {{"init": 0, "shutdown": 0}}
+    calls[what] += 1
+    json.dump(calls, open(path, "w"))
+
+
+def nvmlInit():
+    _count("init")
+    if CONF["hang"]:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(CONF["hang"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    if CONF["crash"]:
+        import ctypes
+        ctypes.string_at(0)  # a segfault, as inside a broken libnvidia-ml
+    if CONF["init_error"] is not None:
+        raise NVMLError(CONF["init_error"])
+
+
+def nvmlShutdown():
+    _count("shutdown")
+
+
+DEVICES = CONF["devices"]
+nvmlSystemGetDriverVersion = lambda: CONF["driver"]
+nvmlSystemGetCudaDriverVersion_v2 = lambda: CONF["cuda"]
+nvmlDeviceGetCount = lambda: len(DEVICES)
+nvmlDeviceGetHandleByIndex = lambda i: DEVICES[i]
+nvmlDeviceGetName = lambda h: h["name"]
+nvmlDeviceGetCudaComputeCapability = lambda h: tuple(h["cc"])
+nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(total=h["mem"], free=0, used=0)
+nvmlDeviceGetPciInfo = lambda h: types.SimpleNamespace(busId=h["bus"].encode())
+nvmlDeviceGetUUID = lambda h: h["uuid"]
+
+
+def nvmlDeviceGetSerial(h):
+    raise NVMLError(3)
+"""
+
+
+class FakeNvml:
+    """A pynvml module file in its own folder (put on the child's PYTHONPATH by nvml_ctx); ``calls`` counts
+    nvmlInit / nvmlShutdown as the child made them."""
+
+    def __init__(self, folder: Path, init_error=None, driver="550.54.15", cuda=12040, devices=None,
+                 hang: Path = None, crash: bool = False):
+        self.dir = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self._calls = folder / "calls.json"
+        conf = {"init_error": init_error, "driver": driver, "cuda": cuda, "devices": devices or [],
+                "hang": str(hang) if hang else "", "crash": crash, "calls": str(self._calls)}
+        (folder / "pynvml.py").write_text(_FAKE_PYNVML.format(conf=json.dumps(conf)))
+
+    @property
+    def calls(self):
+        return json.loads(self._calls.read_text()) if self._calls.exists() else {"init": 0, "shutdown": 0}
+
+
+def make_pynvml(tmp_path: Path, **kw) -> FakeNvml:
+    return FakeNvml(tmp_path / "pyfake", **kw)
+
+
+H200 = {"name": "NVIDIA H200", "cc": [9, 0], "mem": 150754820096, "bus": "00000000:18:00.0",
         "uuid": "GPU-cccccccc-0000-0000-0000-000000000000"}
 
 
 def nvml_ctx(tmp_path, monkeypatch, fake, root: Path = None, timeout: float = 5.0):
-    monkeypatch.setitem(sys.modules, "pynvml", fake)
     root = root or (tmp_path / "root")
     root.mkdir(exist_ok=True)
     # a machine with an NVIDIA driver installed has its device node; NVML is only asked where one exists
     (root / "dev").mkdir(exist_ok=True)
     (root / "dev" / "nvidiactl").write_text("")
-    return ctx_for(LiveLikeRoot(root), tmp_path / "bin", timeout=timeout, use_nvml=True)
+    ctx = ctx_for(LiveLikeRoot(root), tmp_path / "bin", timeout=timeout, use_nvml=True)
+    if fake is not None:
+        ctx.env["PYTHONPATH"] = str(fake.dir)
+    return ctx
 
 
 def test_nvml_ok_and_nvidia_smi_not_needed(tmp_path, monkeypatch):
-    fake = make_pynvml(devices=[H200, dict(H200, bus="00000000:19:00.0", uuid="GPU-cccccccc-0000-0000-0000-000000000001")])
+    fake = make_pynvml(tmp_path, devices=[H200, dict(H200, bus="00000000:19:00.0", uuid="GPU-cccccccc-0000-0000-0000-000000000001")])
     marker = tmp_path / "smi-ran"
     fake_smi(tmp_path / "bin", f'touch "{marker}"')
     snap = run_probe(nvml_ctx(tmp_path, monkeypatch, fake))
@@ -522,7 +548,7 @@ def test_nvml_ok_and_nvidia_smi_not_needed(tmp_path, monkeypatch):
     [(12, "missing", "not_installed"), (9, "failed", "module_not_loaded"), (18, "mismatch", "version_mismatch")],
 )
 def test_nvml_init_errors(tmp_path, monkeypatch, code, nvml_status, state):
-    fake = make_pynvml(init_error=code)
+    fake = make_pynvml(tmp_path, init_error=code)
     snap = run_probe(nvml_ctx(tmp_path, monkeypatch, fake))
     assert snap.driver.nvml == nvml_status
     assert snap.driver.state == state
@@ -530,12 +556,12 @@ def test_nvml_init_errors(tmp_path, monkeypatch, code, nvml_status, state):
 
 
 def test_nvml_driver_not_loaded_message_is_kept(tmp_path, monkeypatch):
-    snap = run_probe(nvml_ctx(tmp_path, monkeypatch, make_pynvml(init_error=9)))
+    snap = run_probe(nvml_ctx(tmp_path, monkeypatch, make_pynvml(tmp_path, init_error=9)))
     assert "NVML nvmlInit: Driver Not Loaded" in snap.driver.messages
 
 
 def test_nvml_zero_devices(tmp_path, monkeypatch):
-    fake = make_pynvml(devices=[])
+    fake = make_pynvml(tmp_path, devices=[])
     snap = run_probe(nvml_ctx(tmp_path, monkeypatch, fake))
     assert snap.driver.nvml == "no_devices"
     assert snap.driver.state == "no_devices"
@@ -545,7 +571,7 @@ def test_nvml_zero_devices(tmp_path, monkeypatch):
 
 def test_nvml_and_proc_disagree(tmp_path, monkeypatch):
     root = proc_root(tmp_path, "proc_version_565.57.01_open.txt", infos=())
-    fake = make_pynvml(devices=[H200])
+    fake = make_pynvml(tmp_path, devices=[H200])
     snap = run_probe(nvml_ctx(tmp_path, monkeypatch, fake, root=root))
     assert "NVML says 550.54.15 but /proc/driver/nvidia/version says 565.57.01" in snap.driver.disagreements
     assert snap.driver.version == "550.54.15"
@@ -553,18 +579,19 @@ def test_nvml_and_proc_disagree(tmp_path, monkeypatch):
 
 
 def test_pynvml_not_importable(tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "pynvml", None)  # import raises ImportError
-    root = tmp_path / "root"
-    (root / "dev").mkdir(parents=True)
-    (root / "dev" / "nvidiactl").write_text("")
-    snap = run_probe(ctx_for(LiveLikeRoot(root), tmp_path / "bin", use_nvml=True))
+    broken = tmp_path / "pybroken"
+    broken.mkdir()
+    (broken / "pynvml.py").write_text("raise ImportError('no NVML bindings (the test)')\n")
+    ctx = nvml_ctx(tmp_path, monkeypatch, None)
+    ctx.env["PYTHONPATH"] = str(broken)
+    snap = run_probe(ctx)
     assert snap.driver.nvml == "missing"
     assert snap.driver.state == "not_installed"
 
 
 def test_nvml_hang_costs_at_most_the_timeout(tmp_path, monkeypatch):
-    release = threading.Event()
-    fake = make_pynvml(devices=[H200], hang=release)
+    release = tmp_path / "release"
+    fake = make_pynvml(tmp_path, devices=[H200], hang=release)
     marker = tmp_path / "smi-ran"
     fake_smi(tmp_path / "bin", f'touch "{marker}"')
     try:
@@ -572,7 +599,7 @@ def test_nvml_hang_costs_at_most_the_timeout(tmp_path, monkeypatch):
         snap = run_probe(nvml_ctx(tmp_path, monkeypatch, fake, timeout=0.5))
         assert time.monotonic() - start < 0.5 + 2.0
     finally:
-        release.set()
+        release.write_text("")
     assert snap.driver.nvml == "timeout"
     assert snap.driver.nvidia_smi == "not_run"
     assert not marker.exists()
@@ -580,40 +607,77 @@ def test_nvml_hang_costs_at_most_the_timeout(tmp_path, monkeypatch):
 
 
 def test_nvml_not_used_on_an_image_root(tmp_path, monkeypatch):
-    fake = make_pynvml(devices=[H200])
-    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    fake = make_pynvml(tmp_path, devices=[H200])
     root = tmp_path / "root"
     root.mkdir()
-    snap = run_probe(ctx_for(root, tmp_path / "bin", use_nvml=True))
+    ctx = ctx_for(root, tmp_path / "bin", use_nvml=True)
+    ctx.env["PYTHONPATH"] = str(fake.dir)
+    snap = run_probe(ctx)
     assert fake.calls["init"] == 0
     assert snap.driver.nvml == "not_run"
 
 
 def test_unknown_state_raises_probe_unknown_after_filling(tmp_path, monkeypatch):
     # pynvml present but failing for another reason, nothing else on the machine
-    fake = make_pynvml(init_error=3)
-    monkeypatch.setitem(sys.modules, "pynvml", fake)
-    root = tmp_path / "root"
-    (root / "dev").mkdir(parents=True)
-    (root / "dev" / "nvidiactl").write_text("")
+    fake = make_pynvml(tmp_path, init_error=3)
     snap = Snapshot()
     with pytest.raises(ProbeUnknown):
-        nvidia.probe(ctx_for(LiveLikeRoot(root), tmp_path / "bin", use_nvml=True), snap)
+        nvidia.probe(nvml_ctx(tmp_path, monkeypatch, fake), snap)
     assert snap.driver.state == "unknown"
     assert snap.driver.nvml == "failed"
 
 
 def test_nvml_not_tried_without_a_kernel_interface(tmp_path, monkeypatch):
-    """No /dev/nvidia*, /proc/driver/nvidia, /sys/module/nvidia or /dev/dxg: NVML is not imported at all."""
-    monkeypatch.setitem(sys.modules, "pynvml", None)  # importing it would raise
+    """No /dev/nvidia*, /proc/driver/nvidia, /sys/module/nvidia or /dev/dxg: NVML is not asked at all."""
+    fake = make_pynvml(tmp_path, devices=[H200])
     root = tmp_path / "root"
     root.mkdir()
     ctx = ctx_for(LiveLikeRoot(root), tmp_path / "bin", use_nvml=True)
+    ctx.env["PYTHONPATH"] = str(fake.dir)
     snap = Snapshot()
     try:
         nvidia.probe(ctx, snap)
     except ProbeUnknown:
         pass
-    assert snap.driver.nvml == "not_run"
+    assert snap.driver.nvml == "not_run" and fake.calls["init"] == 0
     assert snap.driver.state == "not_installed"
     assert any(e.source == "nvml" and "not tried" in e.excerpt for e in snap.driver.evidence)
+
+
+def test_a_segfault_inside_nvml_ends_only_the_query_process(tmp_path, monkeypatch):
+    """A libnvidia-ml that crashes in nvmlInit: the probe says so and nvidia-smi still answers."""
+    fake = make_pynvml(tmp_path, devices=[H200], crash=True)
+    ctx = nvml_ctx(tmp_path, monkeypatch, fake)
+    snap = Snapshot()
+    try:
+        nvidia.probe(ctx, snap)
+    except ProbeUnknown:
+        pass
+    assert snap.driver.nvml == "failed" and fake.calls["init"] == 1
+    assert any("NVML crashed the query process (SIGSEGV)" in m for m in snap.driver.messages), snap.driver.messages
+    assert snap.driver.nvidia_smi != "not_run"  # NVML gave no answer: nvidia-smi was looked for
+
+
+def test_check_survives_a_segfault_inside_nvml(tmp_path):
+    """The live path, through the CLI: a loaded driver (/proc/driver/nvidia in a private mount namespace) and a
+    pynvml whose nvmlInit segfaults. envdoctor check still reports, saying NVML crashed; before, it died with 139."""
+    import shutil
+    import subprocess
+
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare(1) on this machine")
+    fake = make_pynvml(tmp_path, devices=[H200], crash=True)
+    script = ("mount -t tmpfs none /proc/driver 2>/dev/null || mount -t tmpfs none /proc/driver || exit 99\n"
+              "mkdir -p /proc/driver/nvidia\n"
+              f"exec '{sys.executable}' -m envdoctor check --format json\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(fake.dir), os.environ.get("PYTHONPATH", "")]),
+               ENVDOCTOR_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script], env=env,
+                          capture_output=True, text=True, timeout=120)
+    if proc.returncode == 99:
+        pytest.skip(f"a private mount namespace is refused here: {proc.stderr.strip()[:200]}")
+    assert proc.returncode in (0, 1), (proc.returncode, proc.stderr[-2000:])
+    data = json.loads(proc.stdout)
+    drv = data["snapshot"]["driver"] if "snapshot" in data else data["driver"]
+    assert drv["nvml"] == "failed" and fake.calls["init"] == 1, drv
+    assert any("NVML crashed the query process (SIGSEGV)" in m for m in drv["messages"]), drv["messages"]

@@ -4,9 +4,10 @@ Layers (each one recorded in evidence; the first that answers wins, every disagr
 them lands in `driver.disagreements`):
 
 1. NVML through `pynvml` (nvidia-ml-py), only on the live root and when `ctx.use_nvml`. NVML
-   creates no CUDA context. It runs in a daemon thread bounded by `ctx.timeout`, so a GPU that
-   fell off the bus and hangs nvmlInit costs at most the timeout (nvml="timeout"; nvidia-smi,
-   which would hang the same way, is then not run). nvmlShutdown is always called.
+   creates no CUDA context. It runs in a child process of envdoctor's interpreter bounded by `ctx.timeout`:
+   a GPU that fell off the bus and hangs nvmlInit costs at most the timeout (nvml="timeout"; nvidia-smi,
+   which would hang the same way, is then not run), and a libnvidia-ml that crashes (a segfault) ends only the
+   child (nvml="failed", the signal named; nvidia-smi is then asked). nvmlShutdown is always called.
 2. Files read through `ctx.root`: /sys/module/nvidia/version (loaded module), /proc/driver/nvidia/version
    (kernel module version, proprietary or Open), /proc/driver/nvidia/gpus/*/information (GPUs the
    module bound), plus install traces (libnvidia-ml.so*, nvidia-smi, nvidia.ko*) that tell
@@ -53,7 +54,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-import threading
+import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.parsers.nvidia_smi import (
@@ -279,22 +280,70 @@ def _has_kernel_interface(ctx: ProbeContext) -> bool:
     return any(ctx.root.exists(p) for p in _KERNEL_INTERFACES)
 
 
-def _nvml_layer(ctx: ProbeContext) -> _NvmlAnswer:
-    box: Dict[str, _NvmlAnswer] = {}
+NVML_MARKER = "@@ENVDOCTOR-NVML@@ "
 
-    def work() -> None:
+
+def nvml_child() -> None:
+    """The NVML query as a child process (``python -m envdoctor.probes.nvidia``): one marked JSON line on stdout. A
+    library that crashes (a segfault inside libnvidia-ml) then ends only the child, never envdoctor."""
+    import json
+
+    ans = _query_nvml()
+    data = {k: getattr(ans, k) for k in ("status", "kind", "driver_version", "cuda_version", "messages", "notes")}
+    data["gpus"] = [dict(vars(g)) for g in ans.gpus]
+    sys.stdout.write(NVML_MARKER + json.dumps(data) + "\n")
+
+
+def _nvml_from_child(res: Any) -> _NvmlAnswer:
+    import json
+
+    for line in (res.stdout or "").splitlines():
+        if line.startswith(NVML_MARKER):
+            try:
+                data = json.loads(line[len(NVML_MARKER):])
+                gpus = [GPU(**{k: v for k, v in g.items() if k in GPU.__dataclass_fields__})
+                        for g in data.get("gpus") or [] if isinstance(g, dict)]
+                return _NvmlAnswer(str(data["status"]), data.get("kind"), data.get("driver_version"),
+                                   data.get("cuda_version"), gpus, list(data.get("messages") or []),
+                                   list(data.get("notes") or []))
+            except (ValueError, KeyError, TypeError) as exc:
+                line = f"NVML: its answer cannot be read ({type(exc).__name__})"
+                return _NvmlAnswer("failed", messages=[line], notes=[line])
+    rc = res.returncode
+    if isinstance(rc, int) and rc < 0:
+        import signal as _sig
+
         try:
-            box["answer"] = _query_nvml()
-        except BaseException as exc:  # noqa: BLE001
-            box["answer"] = _NvmlAnswer("failed", messages=[f"NVML: {type(exc).__name__}: {exc}"])
+            name = _sig.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        line = f"NVML crashed the query process ({name}): libnvidia-ml failed inside the driver library"
+    else:
+        line = f"NVML: the query process gave no answer ({res.reason or f'exit {rc}'})"
+    tail = [ln for ln in (res.stderr or "").splitlines() if ln.strip()][-1:]
+    return _NvmlAnswer("failed", messages=[line], notes=[line] + [t[:200] for t in tail])
 
-    thread = threading.Thread(target=work, name="envdoctor-nvml", daemon=True)
-    thread.start()
-    thread.join(max(0.1, float(ctx.timeout)))
-    if thread.is_alive():
+
+# The child: without bindings it answers at once (envdoctor is not even imported); else this module's query. Its
+# sys.path starts with the folder envdoctor is imported from here, never the current directory.
+_CHILD = ("import sys; sys.path[:] = [{top!r}] + [p for p in sys.path if p not in ('', '.')]\n"
+          "import importlib.util\n"
+          "if importlib.util.find_spec('pynvml') is None:\n"
+          "    print({marker!r} + '{{\"status\": \"missing\", \"notes\": [\"pynvml not importable\"]}}')\n"
+          "else:\n"
+          "    from envdoctor.probes.nvidia import nvml_child; nvml_child()\n")
+
+
+def _nvml_layer(ctx: ProbeContext) -> _NvmlAnswer:
+    # the query runs in a child of this interpreter: a crash in the driver's library, or a GPU that fell off the
+    # bus and hangs nvmlInit, costs at most the timeout and ends only the child
+    top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    code = _CHILD.format(top=top, marker=NVML_MARKER)
+    res = ctx.runner.run([sys.executable, "-c", code], timeout=max(0.1, float(ctx.timeout)))
+    if res.status == "timeout":
         line = f"NVML: no answer within {ctx.timeout:g} s (a GPU may have fallen off the bus)"
         return _NvmlAnswer("timeout", messages=[line], notes=[line])
-    return box.get("answer") or _NvmlAnswer("failed", messages=["NVML: no answer"])
+    return _nvml_from_child(res)
 
 
 # -- layer 2 and 4: files -------------------------------------------------------------------
