@@ -76,7 +76,7 @@ class Status:
             text, done, total = self.text, self.done, self.total
         count = f" [{done}/{total}]" if done is not None and total else ""
         line = f"{FRAMES[frame % len(FRAMES)]} {text}{count} {time.monotonic() - self._start:.1f} s"
-        width = shutil.get_terminal_size((80, 24)).columns
+        width = shutil.get_terminal_size().columns
         if len(line) >= width:  # a wrapped line cannot be redrawn in place
             line = line[:max(width - 2, 1)] + "…"
         return f"\r{line}\x1b[K"

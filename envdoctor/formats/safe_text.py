@@ -10,7 +10,7 @@ from typing import Dict
 
 # C0 controls but \t and \n, DEL, and the C1 controls (U+0080..U+009F: a terminal may read U+009B as CSI).
 # A translation table, not a regular expression: nothing to compile at the start of every check.
-_CODES = [c for c in range(0x20) if c not in (0x09, 0x0A)] + list(range(0x7F, 0xA0))
+_CODES = [c for c in range(0x20) if chr(c) not in "\t\n"] + list(range(0x7F, 0xA0))
 _TABLE: Dict[int, str] = {c: "\\x%02x" % c for c in _CODES}
 _CHARS = frozenset(chr(c) for c in _CODES)
 

@@ -255,6 +255,25 @@ def _local_to(url: str, written_in: str) -> str:
     return beside if os.path.exists(beside) else url
 
 
+def _uv_project_index_args(unit: InputUnit) -> List[str]:
+    """A uv project's own indexes as uv options: --no-config (which keeps a repository's uv.toml out) also keeps
+    uv from reading [tool.uv] of the project it compiles, so its [[tool.uv.index]] entries and index-url /
+    extra-index-url / find-links are given on the command line (each already allowed by the index policy). A
+    named index keeps its name (``name=URL``), so that [tool.uv.sources] naming it still find it."""
+    out: List[str] = []
+    for o in unit.indexes:
+        if o.kind == "uv-index":
+            url = f"{o.name}={o.url}" if o.name else o.url
+            out += ["--default-index", url] if o.default else ["--index", url]
+        elif o.kind == "index-url":
+            out += ["--default-index", o.url]
+        elif o.kind == "extra-index-url":
+            out += ["--index", o.url]
+        elif o.kind == "find-links":
+            out += ["--find-links", _local_to(o.url, o.loc.file)]
+    return out
+
+
 def _pip_config_args(env: Mapping[str, str]) -> List[str]:
     """pip's configured indexes as uv options (uv does not read pip's configuration)."""
     from envdoctor.knowledge.index import read_pip_config
@@ -318,6 +337,8 @@ def resolve_unit(unit: InputUnit, reqs: Sequence[InputRequirement], *, python: s
                 argv += ["-c", cons_file]
             if unit.strategy == "pip":  # a uv project ([tool.uv] indexes / sources) is installed by uv, which
                 argv += _pip_config_args(environ)  # never reads pip's configuration
+            if _uv_project(unit):
+                argv += _uv_project_index_args(unit)
         else:
             report = os.path.join(tmp, "report.json")
             argv = prefix + ["install", "--dry-run", "--quiet", "--report", report, "--ignore-installed",
