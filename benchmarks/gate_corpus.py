@@ -8,7 +8,8 @@ A pair is judged unless its truth is `unsure = true` or `verdict = "unjudgeable"
 A judged pair is right when:
   * truth "ok": envdoctor reports no error-severity finding;
   * truth "error": envdoctor's set of error-severity finding IDs equals the
-    truth's `errors` set exactly (a missing ID is a miss, an extra one is wrong).
+    truth's `errors` set exactly (a missing ID is a miss, an extra one is wrong);
+  * truth "invalid" (pip rejects the file): envdoctor exits 2 with an input error.
 False error: truth ok, envdoctor reports an error.  Miss: truth error, envdoctor
 reports none.  Output: per mode the % right of judged pairs, false errors, misses,
 pairs where resolving is wrong but offline right, per-file wall times
@@ -54,10 +55,15 @@ def run_one(rel: str, args: list[str], offline: bool, timeout: int = 600):
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=os.environ.copy())
     dt = time.monotonic() - t0
+    if p.returncode == 2 and "envdoctor: error:" in p.stderr:
+        return {INVALID}, dt, None  # an input error (exit 2): what a file pip rejects must give
     try:
         return error_ids(json.loads(p.stdout)), dt, None
     except (json.JSONDecodeError, KeyError):
         return None, dt, (p.stderr or p.stdout)[-300:]
+
+
+INVALID = "exit-2"
 
 
 def judged(t: dict) -> bool:
@@ -69,6 +75,8 @@ def right(t: dict, got: set[str] | None) -> bool:
         return False
     if t["verdict"] == "ok":
         return not got
+    if t["verdict"] == "invalid":
+        return got == {INVALID}
     return got == set(t["errors"])
 
 
@@ -105,7 +113,7 @@ def main(argv=None) -> int:
             t = truth[p[0]][p[1]]
             got = res[p][0]
             said = "crashed: " + res[p][2].strip().replace("\n", " ") if got is None else (",".join(sorted(got)) or "no error")
-            want = ",".join(t["errors"]) if t["verdict"] == "error" else "ok"
+            want = ",".join(t["errors"]) if t["verdict"] == "error" else t["verdict"]
             print(f"   WRONG {p[0]} @ {p[1]}: envdoctor {said} | truth {want} ({t['why'][:120]})")
     if len(modes) == 2:
         worse = [p for p in pairs if judged(truth[p[0]][p[1]])

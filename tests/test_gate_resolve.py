@@ -89,7 +89,11 @@ def test_offline_the_same_file_plans_torch_2_0_1_from_the_data_and_asks_no_index
 def test_offline_an_xformers_release_the_data_lacks_is_listed_as_unresolved(tmp_path, index):
     code, data = gate(tmp_path, "uv", index.url, "torch\nxformers==0.0.13\n", *PASCAL_470, "--offline")
     unit = data["inputs"][0]
-    assert [(x["location"].rsplit(":", 1)[1], "xformers==0.0.13" in x["why"]) for x in unit["not_judged"]] == [("2", True)]
+    # the xformers line, and the torch line whose release it decides (xformers 0.0.13 pins torch 1.12.x, which
+    # runs on this driver: judging the newest torch instead would be a false ED100)
+    assert [(x["location"].rsplit(":", 1)[1], "xformers==0.0.13" in x["why"]) for x in unit["not_judged"]] == [
+        ("2", True), ("1", True)]
+    assert code == 0 and not [f for f in unit["findings"] if f["severity"] == "error"], unit["findings"]
 
 
 @pytest.mark.parametrize("resolver", RESOLVERS)

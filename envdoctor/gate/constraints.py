@@ -50,6 +50,7 @@ class TorchConstraint:
     unresolved: List[Tuple[InputRequirement, str]] = field(default_factory=list)
     no_wheel: List[NoWheel] = field(default_factory=list)
     conflict: List[InputRequirement] = field(default_factory=list)  # the lines no torch release satisfies together
+    brings: List[InputRequirement] = field(default_factory=list)  # lines that install torch without pinning it
 
     @property
     def applies(self) -> bool:
@@ -177,6 +178,30 @@ def as_specifier(allowed: Sequence[Version], known: Sequence[Version]) -> Specif
     return SpecifierSet(",".join(parts))
 
 
+@functools.lru_cache(maxsize=1)
+def brings_torch() -> Dict[str, Version]:
+    """The [[brings]] rows of matrices/gate_indirect.toml: packages whose releases from ``since`` on require torch
+    with no upper bound (canonical name -> since), so a line naming one installs the newest torch the target
+    allows."""
+    out: Dict[str, Version] = {}
+    for r in _data().get("brings", []):
+        if isinstance(r, dict) and isinstance(r.get("package"), str) and r.get("framework") == "torch":
+            since = _ver(str(r.get("since", "0")))
+            if since is not None:
+                out[str(canonicalize_name(r["package"]))] = since
+    return out
+
+
+def _brings(req: InputRequirement, since: Version) -> bool:
+    """Whether the line can install a release from ``since`` on (the releases that bring torch in)."""
+    if req.version:
+        mine = _ver(req.version)
+        return mine is not None and mine >= since
+    spec = _spec(re.sub(r"\+[A-Za-z0-9.]+", "", req.specifier)) or SpecifierSet()
+    probes = [since, Version("9999")] + [v for v in (_ver(sp.version) for sp in spec) if v is not None]
+    return any(v >= since and spec.contains(v, prereleases=True) for v in probes)
+
+
 def torch_constraints(reqs: Sequence[InputRequirement], torch_versions: Sequence[Version],
                       python: Optional[Version], more: Optional[Dict[str, Tuple[PinRow, ...]]] = None) -> TorchConstraint:
     """What the indirect lines among ``reqs`` (markers already evaluated) allow of the ``torch_versions`` (the
@@ -187,8 +212,12 @@ def torch_constraints(reqs: Sequence[InputRequirement], torch_versions: Sequence
     known = sorted({Version(v.public) for v in torch_versions})
     allowed: Set[Version] = set(known)
     used: List[InputRequirement] = []
+    brings = brings_torch()
     for r in reqs:
         mine = rows.get(r.name)
+        if not mine and r.name in brings and not (r.constraint or r.conda or r.url) and _brings(r, brings[r.name]):
+            out.brings.append(r)  # torch comes with it, any release: the torch line's own range decides
+            continue
         if not mine or r.constraint or r.conda:  # a -c line installs nothing; conda's solver is not pip's
             continue
         in_spec = [row for row in mine if _allows(r, row.version)]

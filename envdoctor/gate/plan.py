@@ -651,10 +651,14 @@ class _Planner:
         if c.applies:
             self.note("; ".join(c.because) + f" (envdoctor's data): the torch line is planned within "
                       f"{c.specifier}")
-            if "torch" not in by_family and "conda-torch" not in by_family and c.judged:
-                first = c.judged[0]
-                by_family["torch"] = [InputRequirement(name="torch", raw=f"torch (required by {first.raw})",
-                                                       loc=first.loc, group=first.group)]
+        # where only such lines bring torch in, the install gets a torch all the same: planned at the first of them
+        first = (c.judged if c.applies else []) + c.brings
+        if "torch" not in by_family and "conda-torch" not in by_family and first:
+            by_family["torch"] = [InputRequirement(name="torch", raw=f"torch (required by {first[0].raw})",
+                                                   loc=first[0].loc, group=first[0].group)]
+            if c.brings and not c.applies:
+                self.note(f"{first[0].loc}: {first[0].raw} installs torch (its Requires-Dist, envdoctor's data): "
+                          f"planned as the newest torch the target's Python allows")
         return c.specifier
 
     # -- direct references (other than framework wheels, which the framework planners read) ------------------
@@ -1352,6 +1356,11 @@ class _Planner:
                 pkg.installable = False
                 return
             if self._contradiction(jax_reqs, lambda sp: any(sp.contains(c["version"], prereleases=True) for c in cands)):
+                self.plan.packages.remove(pkg)
+                return
+            # jax itself is pure Python: the jaxlib lines beside it say which Pythons an older release can have
+            lib = [r for r in jaxlib_reqs if not r.url]
+            if lib and self._old_no_wheel("jaxlib", self.spec_of(lib), lib):
                 self.plan.packages.remove(pkg)
                 return
             if exact:

@@ -730,3 +730,32 @@ def _offline_honesty(plan, unit: InputUnit, selected: Sequence[Tuple[str, str]])
                                             f"{row.get('constrains', 'framework')} it allows is not judged "
                                             f"(run gate with an index reachable)"))
         seen.add(str(r.loc))
+        _unpin_assumed(plan, str(row.get("constrains", "")), r)
+
+
+def _unpin_assumed(plan, constrains: str, by: InputRequirement) -> None:
+    """A line that pins the framework release it installs with (tensorflow-text: one tensorflow minor), unresolved
+    offline: a framework release the planner only assumed (the newest the data knows, no exact pin) may not be the
+    one installed, so it is not judged -- its findings would be about a release the install may never get."""
+    family = constrains.strip()
+    if family not in ("torch", "tensorflow", "jax"):  # "torch, CUDA toolkit": built against it, not a pin
+        return
+    for pkg in plan.packages:
+        if pkg.family != family or not pkg.frameworks:
+            continue
+        if any(sp.operator in ("==", "===") and "*" not in sp.version
+               for q in pkg.requirements for sp in _specset(q.specifier)):
+            continue  # the file pins it: the install gets that release or fails
+        pkg.frameworks = []
+        plan.not_judged.append((str(pkg.primary.loc), f"{pkg.primary.raw}: {pkg.name} {pkg.version} is only the "
+                                                      f"newest release the data knows; {by.raw} ({by.loc}) decides "
+                                                      f"which one installs, which the data cannot say offline"))
+
+
+def _specset(text: str):
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        return list(SpecifierSet(text or ""))
+    except InvalidSpecifier:
+        return []
