@@ -634,11 +634,7 @@ def test_nvml_not_tried_without_a_kernel_interface(tmp_path, monkeypatch):
     root.mkdir()
     ctx = ctx_for(LiveLikeRoot(root), tmp_path / "bin", use_nvml=True)
     ctx.env["PYTHONPATH"] = str(fake.dir)
-    snap = Snapshot()
-    try:
-        nvidia.probe(ctx, snap)
-    except ProbeUnknown:
-        pass
+    snap = run_probe_allow_unknown(ctx)
     assert snap.driver.nvml == "not_run" and fake.calls["init"] == 0
     assert snap.driver.state == "not_installed"
     assert any(e.source == "nvml" and "not tried" in e.excerpt for e in snap.driver.evidence)
@@ -647,12 +643,7 @@ def test_nvml_not_tried_without_a_kernel_interface(tmp_path, monkeypatch):
 def test_a_segfault_inside_nvml_ends_only_the_query_process(tmp_path, monkeypatch):
     """A libnvidia-ml that crashes in nvmlInit: the probe says so and nvidia-smi still answers."""
     fake = make_pynvml(tmp_path, devices=[H200], crash=True)
-    ctx = nvml_ctx(tmp_path, monkeypatch, fake)
-    snap = Snapshot()
-    try:
-        nvidia.probe(ctx, snap)
-    except ProbeUnknown:
-        pass
+    snap = run_probe_allow_unknown(nvml_ctx(tmp_path, monkeypatch, fake))
     assert snap.driver.nvml == "failed" and fake.calls["init"] == 1
     assert any("NVML crashed the query process (SIGSEGV)" in m for m in snap.driver.messages), snap.driver.messages
     assert snap.driver.nvidia_smi != "not_run"  # NVML gave no answer: nvidia-smi was looked for
