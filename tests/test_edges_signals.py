@@ -28,10 +28,17 @@ def _interpreter_start_s() -> float:
 EXPECTED = {signal.SIGINT: (130, -signal.SIGINT), signal.SIGTERM: (143, -signal.SIGTERM)}
 
 
+def _default_signals() -> None:
+    """In the child: SIGINT and SIGTERM as a terminal gives them. A test run started in the background of a
+    non-interactive shell inherits SIGINT ignored, which envdoctor (like any program started with nohup) keeps."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _start():
     env = dict(os.environ, ENVDOCTOR_CACHE_DIR="/nonexistent-envdoctor-test", ENVDOCTOR_NO_CACHE="1")
     return subprocess.Popen([sys.executable, "-m", "envdoctor", "check"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, env=env)
+                            stderr=subprocess.PIPE, text=True, env=env, preexec_fn=_default_signals)
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
@@ -69,7 +76,8 @@ def test_a_signal_says_one_line_and_exits_128_plus_n(tmp_path, sig, code, word):
     script.chmod(0o755)
     env = dict(os.environ, ENVDOCTOR_CACHE_DIR=str(tmp_path / "cache"))
     proc = subprocess.Popen([sys.executable, "-m", "envdoctor", "check", "--python", str(script)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=_default_signals)
     time.sleep(1.5)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)

@@ -475,7 +475,17 @@ DEVICES = CONF["devices"]
 nvmlSystemGetDriverVersion = lambda: CONF["driver"]
 nvmlSystemGetCudaDriverVersion_v2 = lambda: CONF["cuda"]
 nvmlDeviceGetCount = lambda: len(DEVICES)
-nvmlDeviceGetHandleByIndex = lambda i: DEVICES[i]
+class _HandleError(NVMLError):
+    def __str__(self):
+        return CONF["handle_error"][1]
+
+
+def nvmlDeviceGetHandleByIndex(i):
+    if CONF["handle_error"] and i == CONF["handle_error"][0]:
+        raise _HandleError(999)
+    return DEVICES[i]
+
+
 nvmlDeviceGetName = lambda h: h["name"]
 nvmlDeviceGetCudaComputeCapability = lambda h: tuple(h["cc"])
 nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(total=h["mem"], free=0, used=0)
@@ -490,15 +500,17 @@ def nvmlDeviceGetSerial(h):
 
 class FakeNvml:
     """A pynvml module file in its own folder (put on the child's PYTHONPATH by nvml_ctx); ``calls`` counts
-    nvmlInit / nvmlShutdown as the child made them."""
+    nvmlInit / nvmlShutdown as the child made them; ``handle_error`` (index, text): that GPU's handle raises an
+    NVMLError whose text is ``text``."""
 
     def __init__(self, folder: Path, init_error=None, driver="550.54.15", cuda=12040, devices=None,
-                 hang: Path = None, crash: bool = False):
+                 hang: Path = None, crash: bool = False, handle_error=None):
         self.dir = folder
         folder.mkdir(parents=True, exist_ok=True)
         self._calls = folder / "calls.json"
         conf = {"init_error": init_error, "driver": driver, "cuda": cuda, "devices": devices or [],
-                "hang": str(hang) if hang else "", "crash": crash, "calls": str(self._calls)}
+                "hang": str(hang) if hang else "", "crash": crash, "calls": str(self._calls),
+                "handle_error": list(handle_error) if handle_error else None}
         (folder / "pynvml.py").write_text(_FAKE_PYNVML.format(conf=json.dumps(conf)))
 
     @property

@@ -10,7 +10,7 @@ from envdoctor.snapshot import Snapshot
 from tests.generalise.common import _own_cache, by_id, check, check_text  # noqa: F401
 from tests.test_probe_nvidia import FIX, ctx_for, fake_smi, make_pynvml, nvml_ctx, proc_root, run_probe, smi_script
 
-L4 = {"name": "NVIDIA L4", "cc": (8, 9), "mem": 24152899584, "bus": b"00000000:70:00.0",
+L4 = {"name": "NVIDIA L4", "cc": [8, 9], "mem": 24152899584, "bus": "00000000:70:00.0",
       "uuid": "GPU-3291dfa4-fcc4-0110-615b-c894a0d7c689"}
 
 
@@ -25,18 +25,7 @@ def _nvml_machine(tmp_path, monkeypatch, error_text: str) -> Snapshot:
     """/proc lists two GPUs; NVML's handle for the second one raises `error_text` (pynvml's str of the error)."""
     root = proc_root(tmp_path, "proc_version_565.57.01_open.txt",
                      infos=("proc_gpu_information_l4.txt", "proc_gpu_information_gtx650.txt"))
-    fake = make_pynvml(driver="565.57.01", cuda=12070, devices=[L4, L4])
-
-    class GpuError(fake.NVMLError):
-        def __str__(self):
-            return error_text
-
-    def handle(i):
-        if i == 1:
-            raise GpuError(999)
-        return L4
-
-    fake.nvmlDeviceGetHandleByIndex = handle
+    fake = make_pynvml(tmp_path, driver="565.57.01", cuda=12070, devices=[L4, L4], handle_error=(1, error_text))
     return run_probe(nvml_ctx(tmp_path, monkeypatch, fake, root=root))
 
 
