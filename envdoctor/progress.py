@@ -40,6 +40,8 @@ class Status:
         self._start = time.monotonic()
         self._stop = threading.Event()
         self._lock = threading.Lock()
+        self._draw_lock = threading.Lock()  # the ticker and an update's first drawing never interleave
+        self._frame = 0
         self._thread: Optional[threading.Thread] = None
 
     def __enter__(self) -> "Status":
@@ -60,8 +62,12 @@ class Status:
 
     def update(self, text: str, done: Optional[int] = None, total: Optional[int] = None) -> None:
         with self._lock:
+            new_stage = text != self.text
             self.text, self.done, self.total = text, done, total
         self._begin()
+        if new_stage and self._thread is not None:
+            # a new stage is shown at once, not at the next tick: a stage shorter than a tick is still seen
+            self._draw()
 
     def close(self) -> None:
         if self._thread is None:
@@ -69,7 +75,14 @@ class Status:
         self._stop.set()
         self._thread.join(timeout=1.0)
         self._thread = None
-        self._write("\r\x1b[K")
+        with self._draw_lock:
+            self._write("\r\x1b[K")
+
+    def _draw(self) -> None:
+        with self._draw_lock:
+            if not self._stop.is_set():
+                self._write(self._line(self._frame))
+                self._frame += 1
 
     def _line(self, frame: int) -> str:
         with self._lock:
@@ -89,10 +102,8 @@ class Status:
             self._stop.set()
 
     def _run(self) -> None:
-        frame = 0
         while not self._stop.is_set():
-            self._write(self._line(frame))
-            frame += 1
+            self._draw()
             self._stop.wait(TICK)
 
 

@@ -97,6 +97,7 @@ def test_matrices_verify_counts_the_wheels_it_reads():
     assert "matrices verify: reading the index's jax pages" in text, text[-500:]
     counts = [tuple(map(int, seg.split("]")[0].split("/")))
               for seg in text.split("reading wheel metadata (HTTP range requests) [")[1:]]
-    assert counts and len({t for _, t in counts}) == 1 and counts[0][1] > 1, counts  # one total, counted up to it
+    # each stage is drawn when it begins (a stage shorter than a tick too): the count starts at 0 of the total
+    assert counts and counts[0][0] == 0 and len({t for _, t in counts}) == 1 and counts[0][1] > 1, counts
     assert [d for d, _ in counts] == sorted(d for d, _ in counts) and counts[-1][0] <= counts[-1][1], counts
     assert err.endswith(b"\r\x1b[K")
