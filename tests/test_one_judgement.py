@@ -59,6 +59,21 @@ def _gpu_texts() -> List[str]:
     return out
 
 
+def _mvc_window(os_: str) -> List[Tuple[str, str]]:
+    """(CUDA line, driver) pairs of the data where the driver runs the line's builds only through minor-version
+    compatibility: at or above the major's floor, below the line's own toolkit driver (470.42.01 and 11.8)."""
+    out = []
+    for line in LINES:
+        floor = M.mvc_floor(Version(line).major, os_)
+        toolkit = M.min_driver_for_cuda(line, os_)
+        if floor and toolkit:
+            out.extend((line, d) for d in DRIVERS[os_] if Version(floor) <= Version(d) < Version(toolkit))
+    return out
+
+
+MVC_WINDOW = {"linux": _mvc_window("linux"), "windows": _mvc_window("windows")}
+
+
 @st.composite
 def targets(draw: Any) -> Target:
     platform = draw(st.sampled_from(PLATFORMS))
@@ -68,9 +83,12 @@ def targets(draw: Any) -> Target:
 
     gpus = [parse_gpu(M, g) for g in draw(st.lists(st.sampled_from(_gpu_texts()), max_size=2, unique=True))]
     gpus = [g for i, g in enumerate(gpus) if g.cc not in {x.cc for x in gpus[:i]}]
-    return Target(frameworks=[FrameworkRequest(n) for n in names],
-                  cuda=draw(st.none() | st.sampled_from(LINES)),
-                  driver=draw(st.none() | st.sampled_from(DRIVERS[os_])),
+    if MVC_WINDOW[os_] and draw(st.booleans()):  # a --cuda line the driver runs only by minor-version compatibility
+        cuda, driver = draw(st.sampled_from(MVC_WINDOW[os_]))
+    else:
+        cuda = draw(st.none() | st.sampled_from(LINES))
+        driver = draw(st.none() | st.sampled_from(DRIVERS[os_]))
+    return Target(frameworks=[FrameworkRequest(n) for n in names], cuda=cuda, driver=driver,
                   gpus=gpus, python=draw(st.sampled_from(PYTHONS)), platform=platform, companions=[])
 
 
@@ -91,7 +109,7 @@ def _gate_errors(tmp: str, text: str, t: Target, kinds: Optional[Dict[str, str]]
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     result = run_gate([path], driver=t.driver, gpus=[g.label or g.sm for g in t.gpus], python_version=t.python,
-                      platform=t.platform, offline=True, fresh=True, kind=None)
+                      platform=t.platform, cuda=t.cuda, offline=True, fresh=True, kind=None)
     errors = [f"{x.finding.id}: {x.finding.message}" for u in result.units for x in u.located
               if x.finding.severity == "error"]
     if mixed is not None:
@@ -247,6 +265,8 @@ FOUND = [
     # cuDNN 9.1 on Windows (no cuDNN wheel): lock refused it for sm_35, ED151 did not look at it
     _t("jax paddlepaddle", python="3.9"),  # jax[cuda12] + paddlepaddle-gpu 2.6.2 (CUDA 11.8): lock warned of two
     # CUDA majors, ED662 did not see the table frameworks
+    _t("torch", driver="470.42.01", cuda="11.8", python="3.11"),  # lock wrote torch 2.7.1+cu118 (minor-version
+    # compatibility); gate refused the target itself ("runs CUDA up to 11.4, older than --cuda 11.8")
 ]
 
 
@@ -269,6 +289,7 @@ def test_lock_gate_and_check_agree_big(t: Target, tmp_path: Any) -> None:
     ["--driver", "580.65.06", "--gpu", "sm_120", "--torch"],
     ["--driver", "535.104.05", "--gpu", "sm_86", "--tensorflow", "--jax"],
     ["--driver", "570.26", "--gpu", "sm_90a", "--jax", "--python-version", "3.12"],
+    ["--driver", "470.42.01", "--cuda", "11.8", "--torch", "--python-version", "3.11"],
 ])
 def test_through_the_cli(args: List[str], tmp_path: Any) -> None:
     """A few examples end to end: `envdoctor lock ... -o FILE`, then `envdoctor gate FILE` on the same target."""

@@ -72,6 +72,13 @@ def jax_command(rel, plugin) -> str:
     return f"$ pip install 'jax[{plugin.name}]=={rel.version}'"
 
 
+def unknown_note(cand: Any) -> str:
+    """"; not known to fit: ..." for a build a fix names although the data lacks a fact it was judged on (no build
+    whose facts are known fits), else ""."""
+    missing = getattr(cand, "unknown", None)
+    return f"; not known to fit: {'; '.join(missing)}" if missing else ""
+
+
 def spec_target(ctx, driver: Optional[str], ccs: List[str]) -> Target:
     """The inspected machine as the frameworks/ specs' Target: platform, Python X.Y, driver, GPUs."""
     py = python_version(ctx)

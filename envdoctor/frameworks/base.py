@@ -12,7 +12,7 @@ from __future__ import annotations
 import abc
 import functools
 import importlib
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
@@ -135,6 +135,7 @@ class Candidate:
     requirements: List[Requirement] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
     unverified: List[str] = field(default_factory=list)
+    unknown: List[str] = field(default_factory=list)  # facts the data lacks that it was chosen without (choose)
     source: str = ""
     row: Any = field(default=None, repr=False, compare=False)  # the matrices row it was built from
 
@@ -215,6 +216,16 @@ def _sorted_desc(versions: Iterable[str]) -> List[str]:
     return sorted(versions, key=lambda v: Version(v), reverse=True)
 
 # --------------------------------------------------------------------------- judging one candidate
+
+
+class Unknown(str):
+    """A doubt that is a fact the data lacks (no arch list, disputed PTX, no Python range), not a known risk: a build
+    judged on one ranks below every build whose facts are known (:func:`known_first`)."""
+
+
+def unknowns(warnings: Iterable[str]) -> List[str]:
+    """The doubts of a judgement that are facts missing from the data."""
+    return [str(w) for w in warnings if isinstance(w, Unknown)]
 
 
 @dataclass
@@ -327,8 +338,12 @@ def common_problems(m: Any, cand: Candidate, c: Target, warnings: Optional[List[
         where = ", ".join(cand.platforms) or "no platform"
         plat = c.platform + (" (WSL2)" if c.wsl else "")
         probs.append(Problem("platform", f"{cand.label} is not published for {plat} (only {where})"))
-    if python_fits(cand, c.python) is False:
+    py_fit = python_fits(cand, c.python)
+    if py_fit is False:
         probs.append(Problem("python", f"{cand.label} has no wheels for Python {c.python} (Python {cand.python})"))
+    elif py_fit is None and c.python and warnings is not None:
+        warnings.append(Unknown(f"{cand.label}: whether it has wheels for Python {c.python} is not known "
+                                "(its Python range is not in the data)"))
     if cand.kind != "cuda":
         return probs
     if c.cuda:
@@ -365,8 +380,8 @@ def common_problems(m: Any, cand: Candidate, c: Target, warnings: Optional[List[
             probs.append(Problem(f"gpu:{g.cc}", f"{cand.label} cannot run on GPU {g.display()}: {dead}"))
             continue
         if fits is None and warnings is not None:
-            warnings.append(f"{cand.label}: whether it has kernels for {g.display()} is not known "
-                            f"({'its arch list is not in the data' if not cand.archs else 'PTX embedding is disputed'})")
+            warnings.append(Unknown(f"{cand.label}: whether it has kernels for {g.display()} is not known "
+                                    f"({'its arch list is not in the data' if not cand.archs else 'PTX embedding is disputed'})"))
         if via_ptx:
             toolkit = _toolkit_driver(m, cand.cuda, c.driver_os)
             if c.driver and toolkit and _v(c.driver) < _v(toolkit):
@@ -402,6 +417,13 @@ def normalize_spec(spec: str) -> str:
             return f"=={text}.*"
         return f"=={text}"
     return text
+
+
+def known_first(fitting: Sequence[Candidate], doubts: Mapping[int, Sequence[str]]) -> List[Candidate]:
+    """The one ranking lock, gate and check's fixes share: builds that fit, every one whose facts are known
+    before any judged on a fact the data lacks (``doubts``: each candidate's warnings, by ``id``), newest first
+    within each.  "Not known" must never outrank a known older fit."""
+    return sorted(fitting, key=lambda cand: bool(unknowns(doubts.get(id(cand), ()))))
 
 
 # --------------------------------------------------------------------------- the interface
@@ -479,9 +501,20 @@ class FrameworkSpec(abc.ABC):
 
     def choose(self, m: Any, target: Target, specifier: str = "",
                accept: Optional[Any] = None) -> Optional[Candidate]:
-        """The newest candidate the ``specifier`` allows that fits ``target`` (and ``accept(cand)`` when given)."""
+        """The newest candidate the ``specifier`` allows that fits ``target`` (and ``accept(cand)`` when given),
+        ranked as lock ranks (:func:`known_first`): one judged on a fact the data lacks only when none is known to fit."""
+        doubts: Dict[int, List[str]] = {}
+        fitting: List[Candidate] = []
         for cand in self.matching(m, target, specifier):
-            if self.fits(m, cand, target) or (accept is not None and not accept(cand)):
+            w: List[str] = []
+            if self.fits(m, cand, target, w) or (accept is not None and not accept(cand)):
                 continue
-            return cand
-        return None
+            if not unknowns(w):
+                return cand  # newest first: the first known fit is the choice
+            doubts[id(cand)] = w
+            fitting.append(cand)
+        ranked = known_first(fitting, doubts)
+        if not ranked:
+            return None
+        ranked[0].unknown = unknowns(doubts[id(ranked[0])])  # no known fit: the choice says what it rests on
+        return ranked[0]

@@ -11,7 +11,7 @@ from typing import Any, List, Optional, Tuple
 
 from packaging.version import Version
 
-from envdoctor.frameworks.base import Candidate, FrameworkSpec, Problem, Requirement, Target, _pin_names, _v
+from envdoctor.frameworks.base import Candidate, FrameworkSpec, Problem, Requirement, Target, Unknown, _pin_names, _v
 from envdoctor.knowledge.framework_tables import BuildRow, all_versions, build_table, row_for
 
 
@@ -36,7 +36,7 @@ class TableSpec(FrameworkSpec):
             cand.pins = _pin_names({name: "~=" + spec})
         else:
             cand.pins_known = "none"
-        cand.unverified.append(f"{label}: its compiled GPU architectures are not in the data (judged by its CUDA {row.cuda})")
+        cand.unverified.append(Unknown(f"{label}: its compiled GPU architectures are not in the data (judged by its CUDA {row.cuda})"))
         if row.unverified:
             cand.unverified.append(f"{label}: {row.verified}")
         return cand

@@ -8,7 +8,7 @@ from typing import Any, Callable, List, Optional, Sequence
 from packaging.version import Version
 
 from envdoctor.frameworks.base import (
-    PLATFORMS, Candidate, FrameworkSpec, Requirement, Target, _pin_names, _sorted_desc, python_fits,
+    PLATFORMS, Candidate, FrameworkSpec, Requirement, Target, Unknown, _pin_names, _sorted_desc, python_fits,
 )
 
 
@@ -45,7 +45,7 @@ def tf_candidate(m: Any, release: Any, gpu: bool, platform: str, wsl: bool = Fal
                                              "system-wide (no [and-cuda] extra before 2.14)"))
         cand.notes.append(f"tensorflow {v} loads a system CUDA {release.cuda} / cuDNN {release.cudnn}: install them separately")
     if not release.compute_capabilities:
-        cand.unverified.append(f"tensorflow {v}: its compiled compute capabilities are not in the data")
+        cand.unverified.append(Unknown(f"tensorflow {v}: its compiled compute capabilities are not in the data"))
     if release.unverified:
         cand.unverified.append(f"tensorflow {v}: {release.verified}")
     return cand

@@ -96,9 +96,13 @@ def build_target(matrices: Any, *, snapshot_file: Optional[str], driver: Optiona
     cuda = check_cuda(matrices, cuda)
     glibc = check_glibc(glibc, platform)
     if cuda and driver:
+        # --cuda is the target's CUDA line, as lock reads it: a driver older than the line still runs its builds
+        # under minor-version compatibility (or fails them, judged per build as lock judges them), so the target
+        # stands, judged by the driver's version alone: a stated CUDA level above what the driver reports would
+        # read as a forward-compatibility libcuda
         runs = matrices.max_cuda_for_driver(driver, driver_os(platform))
         if runs and _newer(cuda, runs):
-            raise BadInput(f"--driver {driver} runs CUDA up to {runs}, older than --cuda {cuda}: they disagree")
+            cuda = None
     stated = bool(driver or gpus or cpu or platform or python_version or cuda or glibc)
     try:
         if snapshot_file:

@@ -113,7 +113,8 @@ def lock(cuda: Optional[str], driver: Optional[str], gpus: Tuple[str, ...], pyth
     text = redact_output(render(result, fmt, meta))
     if output:
         written = write_lock(output, text, force)
-        sys.stderr.write(f"envdoctor lock: {'wrote' if written else 'unchanged'} {output}: {result.summary()}\n")
+        sys.stderr.write(f"envdoctor lock: {'wrote' if written else 'unchanged'} {output}: {result.summary()}"
+                         + (" (not known to fit: facts the data lacks)" if result.unknown else "") + "\n")
     else:
         sys.stdout.write(text)
 

@@ -115,6 +115,8 @@ def header_lines(lock: Any, meta: Meta, fmt: str) -> List[str]:
     lines.append("assumptions:")
     for key, value in lock.assumptions().items():
         lines.append(f"  {key}: {value}")
+    if getattr(lock, "unknown", None):
+        lines.append(f"not known to fit: {lock.unknown_note()}")
     if lock.warnings or meta.data_warnings:
         lines.append("notes:")
         lines += [f"  - {w}" for w in lock.warnings]

@@ -41,7 +41,7 @@ from envdoctor.facts.gpu_support import cudnn_cap_for_gpu, driver_supports_gpu
 from envdoctor.frameworks import registry
 from envdoctor.frameworks.base import (  # noqa: F401 - the model, re-exported for lock's callers
     COMPANIONS, PLATFORMS, Candidate, FrameworkRequest, GpuTarget, Problem, Requirement, Target, _arch_span, _v,
-    _version, describe_line, driver_floor, normalize_spec, runs_on, specset as _specset,
+    _version, describe_line, driver_floor, known_first, normalize_spec, runs_on, specset as _specset, unknowns,
 )
 from envdoctor.frameworks.jax import jax_candidate  # noqa: F401
 from envdoctor.frameworks.table_spec import TableSpec
@@ -196,6 +196,7 @@ class Lock:
     cuda_version: Optional[str] = None  # newest CUDA X.Y a chosen build uses (conda's cuda-version)
     python_spec: str = ""  # the Python versions every chosen build supports
     warnings: List[str] = field(default_factory=list)
+    unknown: List[str] = field(default_factory=list)  # facts the data lacks that a chosen build was judged without
     ok: bool = True
 
     def pick(self, framework: str) -> Optional[Candidate]:
@@ -206,6 +207,13 @@ class Lock:
 
     def summary(self) -> str:
         return ", ".join(p.label for p in self.picks)
+
+    def unknown_note(self) -> str:
+        """What the lock says when a build was chosen on facts the data lacks ("" when every fact was known)."""
+        if not self.unknown:
+            return ""
+        return ("no build whose facts are known fits this target, so this lock rests on facts the data lacks: "
+                + "; ".join(self.unknown))
 
     def index_urls(self) -> List[str]:
         out: List[str] = []
@@ -257,6 +265,7 @@ class Lock:
             "driver_floor": self.driver_floor, "driver_floor_why": self.driver_floor_why,
             "cuda_version": self.cuda_version, "python_spec": self.python_spec,
             "assumptions": self.assumptions(), "warnings": list(self.warnings),
+            "unknown": list(self.unknown), "chosen_on_unknown": bool(self.unknown),
         }
 
 
@@ -470,7 +479,8 @@ def _finish(m: Any, c: Constraints, picks: List[Candidate], warnings: List[str])
         if p.pins_known == "cudnn-only" and len(picks) > 1:
             warnings.append(f"{p.label}: only its cuDNN pin is in the data (the download index's other nvidia-* pins "
                             "were not compared)")
-        warnings.extend(f"unverified: {u}" for u in p.unverified)
+        # an arch list the data lacks is said where it matters: per target GPU (Lock.unknown), else in "GPU archs"
+        warnings.extend(f"unverified: {u}" for u in p.unverified if not unknowns([u]))
         warnings.extend(p.notes)
     seen: List[str] = []
     for w in warnings:
@@ -507,6 +517,7 @@ def _filter(m: Any, c: Constraints, pool: Optional[Pool] = None) -> Tuple[Dict[s
             else:
                 warns[id(cand)] = w
                 fitting[f.name].append(cand)
+        fitting[f.name] = known_first(fitting[f.name], warns)
     return fitting, rejected, warns
 
 
@@ -543,13 +554,22 @@ def _resolve_once(m: Any, c: Constraints, pool: Optional[Pool] = None) -> Tuple[
     if empty:
         return None, [_why_none(name, rejected[name], c) for name in empty]
     lists = [fitting[f.name] for f in c.frameworks]
-    combo = _search(lists, one_major=True) or _search(lists)  # two CUDA majors only when nothing else fits
+    known = [[cand for cand in lst if not unknowns(warns.get(id(cand), ()))] for lst in lists]
+    # two CUDA majors only when nothing else fits; a build judged on a fact the data lacks only when no build
+    # whose facts are known fits (the lists are ranked known first: frameworks.base.known_first)
+    combo = (_search(known, one_major=True) or _search(known)) if all(known) else None
+    combo = combo or _search(lists, one_major=True) or _search(lists)
     if combo is None:
         return None, _why_no_combo(c, fitting)
     warnings: List[str] = []
+    missing: List[str] = []
     for cand in combo:
-        warnings.extend(warns.get(id(cand), []))
-    return _finish(m, c, combo, warnings), []
+        doubts = warns.get(id(cand), [])
+        missing.extend(unknowns(doubts))
+        warnings.extend(w for w in doubts if not unknowns([w]))  # said once, as what the choice rests on
+    lock = _finish(m, c, combo, warnings)
+    lock.unknown = missing
+    return lock, []
 
 
 def _constraint_name(key: str, c: Constraints) -> str:

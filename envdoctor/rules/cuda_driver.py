@@ -23,7 +23,7 @@ from typing import List, Tuple
 from packaging.version import Version
 
 from envdoctor.facts.builds import CudaBuild, build_arch, cuda_builds
-from envdoctor.facts.choices import jax_command, spec_target, tf_command, torch_choice
+from envdoctor.facts.choices import jax_command, spec_target, tf_command, torch_choice, unknown_note
 from envdoctor.facts.driver import DriverFacts, cuda_floor, driver_evidence, driver_facts, driver_native, driver_runs
 from envdoctor.facts.gpus import Visible, gpu_label, kernel_for, variant_serves_cc, visible_gpus  # noqa: F401
 from envdoctor.facts.labels import row_source
@@ -77,16 +77,20 @@ def _alternative(ctx, build: CudaBuild, df: DriverFacts, vis: Visible) -> Tuple[
             return driver_runs(ctx, df, cand.cuda if build.family == "tensorflow" else str(cand.cuda_major)) is True
 
         cand = spec.choose(m, target, f"=={jv.version}", accept=runs) if jv is not None else None
-        cand = cand or spec.choose(m, target, accept=runs)
+        if cand is None or cand.unknown:  # the installed release first, but not on facts the data lacks
+            other = spec.choose(m, target, accept=runs)
+            cand = other if cand is None or (other is not None and not other.unknown) else cand
         if cand is not None and build.family == "tensorflow":
             rel = m.tf_release(cand.version)
-            fixes.append(f"or install TensorFlow {rel.tested} (built for CUDA {rel.cuda}, which this driver runs):")
+            fixes.append(f"or install TensorFlow {rel.tested} (built for CUDA {rel.cuda}, which this driver runs"
+                         f"{unknown_note(cand)}):")
             fixes.append(tf_command(rel))
             ev.append(EvidenceItem(f"tensorflow {rel.version}", f"CUDA {rel.cuda}", row_source(m, rel)))
         elif cand is not None:
             rel = m.jax_release(cand.version)
             plugin = rel.plugins[cand.build]
-            fixes.append(f"or install jax {rel.version} with its CUDA {plugin.cuda_major} plugin ({plugin.package}):")
+            fixes.append(f"or install jax {rel.version} with its CUDA {plugin.cuda_major} plugin ({plugin.package}"
+                         f"{unknown_note(cand)}):")
             if build.fw.distribution and build.fw.distribution != plugin.package:
                 fixes.append(f"$ pip uninstall -y {build.fw.distribution}")
             fixes.append(jax_command(rel, plugin))

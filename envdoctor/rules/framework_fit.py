@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, List
 
+from envdoctor.facts.choices import unknown_note
 from envdoctor.facts.platform import platform_of
 from envdoctor.frameworks import registry
 from envdoctor.frameworks.base import GpuTarget, Target
@@ -64,7 +65,7 @@ def framework_build_fit(ctx: Any, r: Rule) -> List[Finding]:
             choice = spec.choose(ctx.matrices, target)
             if choice is not None and choice.version != cand.version:
                 fixes.append(f"Install the newest {spec.name} build that fits this machine "
-                             f"(`envdoctor lock --{spec.name}`):")
+                             f"(`envdoctor lock --{spec.name}`{unknown_note(choice)}):")
                 fixes.extend(f"$ pip install \"{line}\"" for line in spec.install_requirements(choice))
             out.append(r.finding(f"{prob.message}.", evidence=ev, fix=fixes, cause=f"build-{kind}",
                                  subject=cand.label, area=AREA_OF.get(kind, "gpu")))

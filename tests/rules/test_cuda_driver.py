@@ -80,9 +80,16 @@ def test_tensorflow_alone_gets_a_tensorflow_alternative(mat):
     [f] = [f for f in run(snap, mat) if f.id == "ED100"]
     assert f.severity == "error" and "tensorflow 2.15.0" in f.message and "12.2" in f.message
     tf_cmds = [x for x in f.fix if x.startswith("$ pip install 'tensorflow")]
-    # the newest TF built for CUDA 11 that lock would also choose here: 2.13/2.14 (11.8) run on 470 via MVC, but
-    # reach sm_86 only through compute_80 PTX, which the CUDA 11.8 toolkit driver (>= 520) must JIT (issue #13)
-    assert tf_cmds and "2.12" in tf_cmds[0]
+    # the TF lock chooses here: 2.13/2.14 (11.8) run on 470 via MVC, but reach sm_86 only through compute_80 PTX,
+    # which the CUDA 11.8 toolkit driver (>= 520) must JIT; a release whose arch list the data lacks ranks below
+    # every known fit
+    from envdoctor.frameworks.base import FrameworkRequest, GpuTarget, Target
+    from envdoctor.lock.resolve import resolve
+
+    locked = resolve(Target(frameworks=[FrameworkRequest("tensorflow")], driver="470.57.02", gpus=[GpuTarget("8.6")],
+                            python="3.10", companions=[]), mat, explain=False)
+    assert locked.ok and locked.picks[0].archs and not locked.unknown
+    assert tf_cmds and f"~={mat.tf_release(locked.picks[0].version).tested}'" in tf_cmds[0]
 
 
 def test_jax_cuda13_plugin_on_a_cuda12_driver_suggests_the_cuda12_plugin_of_the_same_release(mat):
