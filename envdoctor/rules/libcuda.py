@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
+from envdoctor.facts.gpu_support import driver_supports_gpu
 from envdoctor.facts.loader import DRIVER_CAUSE, is_mismatch, libcuda_resolution, under_wsl_lib, wsl2
 from envdoctor.facts.versions import parse_version
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
@@ -90,9 +91,20 @@ def _is_forward_compat(uv: Version, kernel: Version) -> bool:
     return uv > kernel and uv.release[0] != kernel.release[0]
 
 
-def _evidence(first, kernel) -> List[EvidenceItem]:
+def _evidence(first, kernel: str) -> List[EvidenceItem]:
     return [EvidenceItem("libcuda the loader finds first", f"{first.path} ({first.version})", f"loader:{first.via}"),
-            EvidenceItem("kernel module version", str(kernel), "file:/proc/driver/nvidia/version")]
+            EvidenceItem("kernel module version", kernel, "file:/proc/driver/nvidia/version")]
+
+
+def _branch_retires_gpu(ctx, first) -> List[Tuple[Any, Any]]:
+    """(GPU, problem) for each GPU whose last driver branch is older than the compat libcuda's own branch
+    (matrices/gpu_support.toml: a Kepler GPU ends at R470)."""
+    out = []
+    for g in ctx.snap.gpus:
+        prob = driver_supports_gpu(ctx.matrices, str(first.version), ctx.gpu_cc(g))
+        if prob is not None and prob.key == "driver-too-new":
+            out.append((g, prob))
+    return out
 
 
 def _drop_fix(ctx, first) -> List[str]:
@@ -124,7 +136,9 @@ not this libcuda) looks fine. envdoctor takes the first libcuda.so.1 on the load
 the ld.so cache; its version from the real file's name), compares it with the kernel module, and judges a newer one
 of another branch by forward compatibility's own rules (matrices/forward_compat.toml: GPU classes by name, base
 branches by designation, each with its source). A GPU class that is not served is an error; a base branch that the
-data marks not served is a warning (that row is not verified as a refusal).
+data marks not served is a warning (that row is not verified as a refusal). The compat libcuda is also a newer
+branch's user space: where that branch no longer drives the GPU (matrices/gpu_support.toml: a Kepler GPU's last branch
+is R470), it is an error however the GPU is classed, and no driver upgrade helps.
 """,
     example="GeForce GTX 1080 Ti, kernel module 440.33.01, /usr/local/cuda-11.3/compat/libcuda.so.465.19.01 first on "
             "LD_LIBRARY_PATH: `ED120 error` 'forward compatibility was attempted on non supported HW'.",
@@ -137,7 +151,25 @@ def forward_compat_unsupported(ctx: Context, r: Rule) -> List[Finding]:
     first, uv, kernel = got
     if not _is_forward_compat(uv, kernel):
         return []
-    ev = _evidence(first, kernel)
+    module = str(ctx.snap.driver.kernel_module_version)  # the vendor's string, never re-formatted from `kernel`
+    ev = _evidence(first, module)
+    retired = _branch_retires_gpu(ctx, first)
+    if retired:
+        # the compat libcuda is a newer driver branch's user space: a GPU that branch no longer drives gets no
+        # CUDA from it, and no driver upgrade helps (the GPU's last branch is older than the libcuda's)
+        ev += [EvidenceItem(f"GPU {g.index}", f"{g.name}: {prob.message}", prob.row.source) for g, prob in retired]
+        g, prob = retired[0]
+        runs = ctx.matrices.max_cuda_for_driver(module, "linux")
+        return [r.finding(
+            f"The loader picks the forward-compatibility libcuda {first.path} ({first.version}) over kernel module "
+            f"{module}, but its branch R{uv.release[0]} no longer drives {prob.row.family} GPUs ({g.name}, compute "
+            f"capability {ctx.gpu_cc(g)}): R{prob.row.branch_last} is their last branch, so forward compatibility "
+            f"cannot serve them, cuInit fails and no framework can use the GPU.",
+            evidence=ev, cause="libcuda-not-the-driver", subject=f"libcuda {first.version}",
+            fix=_drop_fix(ctx, first) + [
+                f"Then use builds for the CUDA the R{prob.row.branch_last} driver runs itself"
+                + (f" (up to CUDA {runs} natively, {runs.split('.')[0]}.x through minor-version compatibility)"
+                   if runs else "") + "; no newer driver branch drives this GPU."])]
     bad = []
     for g in ctx.snap.gpus:
         cls = gpu_class(g.name)
@@ -152,7 +184,7 @@ def forward_compat_unsupported(ctx: Context, r: Rule) -> List[Finding]:
         names = ", ".join(sorted({g.name for g, _ in bad}))
         return [r.finding(
             f"The loader picks the forward-compatibility libcuda {first.path} ({first.version}) over kernel module "
-            f"{kernel}, but forward compatibility is only for data-centre GPUs and {names} is not one: cuInit fails "
+            f"{module}, but forward compatibility is only for data-centre GPUs and {names} is not one: cuInit fails "
             f"with CUDA error 804 'forward compatibility was attempted on non supported HW' and no framework can use "
             f"the GPU.",
             evidence=ev, fix=fix, cause="libcuda-not-the-driver", subject=f"libcuda {first.version}")]
@@ -161,7 +193,7 @@ def forward_compat_unsupported(ctx: Context, r: Rule) -> List[Finding]:
         ev.append(EvidenceItem(f"driver branch R{row['branch']}", f"{row['designation']} (not served)", row["source"]))
         return [r.finding(
             f"The loader picks the forward-compatibility libcuda {first.path} ({first.version}) over kernel module "
-            f"{kernel}, whose branch R{row['branch']} is a {row['designation']} that envdoctor's data does not list as "
+            f"{module}, whose branch R{row['branch']} is a {row['designation']} that envdoctor's data does not list as "
             f"a forward-compatibility base: cuInit may fail with CUDA error 804.",
             severity="warning", evidence=ev, fix=fix, cause="libcuda-not-the-driver", subject=f"libcuda {first.version}")]
     return []
@@ -200,11 +232,12 @@ def libcuda_differs(ctx: Context, r: Rule) -> List[Finding]:
     compat = "/compat/" in first.path
     what = ("an older forward-compatibility libcuda than the driver (cuda-compat)" if compat and uv < kernel
             else "another driver release than the kernel module")
+    module = str(ctx.snap.driver.kernel_module_version)  # the vendor's string, never re-formatted from `kernel`
     return [r.finding(
-        f"The loader picks {first.path} ({first.version}, via {first.via}), {what} {kernel}: cuInit fails with CUDA "
+        f"The loader picks {first.path} ({first.version}, via {first.via}), {what} {module}: cuInit fails with CUDA "
         f"error 803 'system has unsupported display driver / cuda driver combination' (or 'Driver/library version "
         f"mismatch'), so no framework can use the GPU.",
-        evidence=_evidence(first, kernel),
+        evidence=_evidence(first, module),
         fix=_drop_fix(ctx, first) + ["$ ldconfig -p | grep libcuda.so.1   (the driver's own libcuda must come first)"],
         cause=DRIVER_CAUSE, subject=f"libcuda {first.version}")]
 

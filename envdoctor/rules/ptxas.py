@@ -199,6 +199,6 @@ def xla_ptxas_newer_than_driver(ctx: Context, r: Rule) -> List[Finding]:
         f"XLA's ptxas {p.version} ({p.where}) is newer than the driver's CUDA {ctx.snap.driver.cuda_version}: XLA "
         f"disables parallel compilation, so compiling is slower (the GPU is still used).",
         evidence=[EvidenceItem("ptxas XLA runs", f"{p.where} ({p.version})", f"search order: {p.via}"),
-                  EvidenceItem("driver CUDA", str(dv), ctx.snap.driver.source or "nvml")],
+                  EvidenceItem("driver CUDA", str(ctx.snap.driver.cuda_version), ctx.snap.driver.source or "nvml")],
         fix=[f"Upgrade the NVIDIA driver to one for CUDA >= {major_minor_version(p.version)}, or ignore (compilation only)."],
         subject="XLA ptxas")]

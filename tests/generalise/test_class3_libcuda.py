@@ -121,3 +121,49 @@ def test_wsl_cudnn9_build_is_not_judged():
     snap = wsl([lib("/usr/lib/wsl/lib/libcuda.so.1", "1", "ldconfig")],
                [torch("2.5.1+cu124", cuda="12.4", cudnn="9.1.0")])
     assert by_id(check(snap, IDS), "ED122") == []
+
+
+def test_compat_libcuda_of_a_branch_that_no_longer_drives_kepler(tmp_path):
+    """https://github.com/NVIDIA/gpu-operator/issues/389: a Tesla K80 host on R470 (CUDA 11.4); the validator image
+    carries the CUDA 11.6 compat libraries (an R510 libcuda), which the loader takes: the pods crashloop until the
+    compat libs are removed ("only data center GPUs support it and in your case is Tesla K80" -- but the K80 is a
+    data-centre GPU; what fails is that R510 no longer drives Kepler, whose last branch is R470). 470.141.03 and
+    510.47.03 are the releases of those branches (the CUDA 11.6.0 driver), quoted as the vendor writes them.
+    Through the real CLI."""
+    snap = box("Tesla K80:3.7", "470.141.03",
+               [lib("/usr/local/cuda-11.6/compat/libcuda.so.510.47.03", "510.47.03", "LD_LIBRARY_PATH"),
+                lib("/usr/lib/x86_64-linux-gnu/libcuda.so.470.141.03", "470.141.03", "ldconfig")],
+               llp=["/usr/local/cuda-11.6/compat"], driver_cuda="11.4",
+               frameworks=[torch("1.12.1+cu116", cuda="11.6", cudnn="8.3.2")])
+    proc, findings = cli(tmp_path, snap)
+    assert proc.returncode == 1
+    (f,) = [f for f in findings if f["id"] == "ED120"]
+    assert f["severity"] == "error" and "R510" in f["message"] and "R470" in f["message"], f["message"]
+    assert "470.141.03" in f["message"] and "470.141.3" not in json.dumps(f)  # verbatim, not re-formatted
+    assert any("unset LD_LIBRARY_PATH" in x for x in f["fix"])
+    assert not any("upgrade the host" in x.lower() for x in f["fix"])  # no newer branch drives a K80
+    assert not [f for f in findings if f["id"] == "ED121"]
+
+
+def test_compat_libcuda_on_a_kepler_of_its_own_branch_is_healthy():
+    """The counterpart: a K80 on R450 with an R470 compat libcuda (both branches drive Kepler; R450 is a served
+    long-term base)."""
+    snap = box("Tesla K80:3.7", "450.80.02",
+               [lib("/usr/local/cuda-11.4/compat/libcuda.so.470.42.01", "470.42.01", "LD_LIBRARY_PATH")],
+               llp=["/usr/local/cuda-11.4/compat"], driver_cuda="11.0",
+               frameworks=[torch("1.12.1+cu113", cuda="11.3", cudnn="8.3.2")])
+    assert serious(check(snap, IDS)) == []
+
+
+def test_mismatch_names_the_kernel_module_as_the_vendor_wrote_it(tmp_path):
+    """A libcuda of another release over the module (ED121): the module's 510.108.03 is printed so, not 510.108.3
+    (it was re-formatted from a parsed version). The release strings are NVIDIA's (R510's last datacentre driver,
+    and an older 510 user space)."""
+    snap = box("NVIDIA A100-SXM4-80GB:8.0", "510.108.03",
+               [lib("/usr/lib/x86_64-linux-gnu/libcuda.so.510.47.03", "510.47.03", "ldconfig")],
+               driver_cuda="11.6")
+    proc, findings = cli(tmp_path, snap)
+    (f,) = [f for f in findings if f["id"] == "ED121"]
+    assert "510.108.03" in f["message"] and "510.108.3" not in json.dumps(findings)
+    text = run("check", "--snapshot", str(tmp_path / "snap.json"))
+    assert "510.108.03" in text.stdout and "510.108.3" not in text.stdout
