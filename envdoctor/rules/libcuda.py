@@ -11,6 +11,7 @@ cache there does not list.
 from __future__ import annotations
 
 import functools
+import posixpath
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -248,6 +249,16 @@ def _cudnn8_users(ctx) -> List[str]:
     for name, version in sorted(ctx.snap.python.packages.items()):
         if name.startswith("nvidia-cudnn-cu") and str(version).split(".")[0] == "8":
             out.append(f"{name} {version}")
+    # a conda environment's own cuDNN (the cudnn package in $CONDA_PREFIX/lib) is what a conda CUDA build loads,
+    # though the build itself does not state its cuDNN (conda's pytorch, cudatoolkit + cudnn)
+    py = ctx.snap.python
+    lib_dir = (py.prefix or "").rstrip("/") + "/lib"
+    loads_env = [fw for fw in ctx.frameworks if fw.build == "cuda" and
+                 str(fw.cudnn_version or "8").split(".")[0] == "8"]
+    if py.kind == "conda" and py.prefix and loads_env:
+        for c in ctx.snap.cudnn:
+            if c.kind == "library" and posixpath.dirname(c.path) == lib_dir and str(c.version or "").split(".")[0] == "8":
+                out.append(f"{c.path} (cuDNN {c.version}, the conda environment's own)")
     return out
 
 
@@ -263,7 +274,8 @@ WSL 2 the Windows driver maps libcuda.so, libcuda.so.1 and libcuda.so.1.1 into /
 the ld.so cache there lists only libcuda.so.1; so unless /usr/lib/wsl/lib is on LD_LIBRARY_PATH, the first
 convolution aborts the process with "Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open
 shared object file". Judged from the loader record (no unversioned libcuda.so on LD_LIBRARY_PATH, LD_PRELOAD or in the
-cache) when a CUDA build with cuDNN 8, or an nvidia-cudnn 8 wheel, is installed.
+cache) when a CUDA build with cuDNN 8, an nvidia-cudnn 8 wheel, or (in a conda environment with a CUDA build) the
+environment's own libcudnn.so.8 is installed.
 """,
     example="WSL 2, torch 2.0.1+cu118 (cuDNN 8.7), ldconfig lists only /usr/lib/wsl/lib/libcuda.so.1: `ED122 error`, "
             "`export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH`.",

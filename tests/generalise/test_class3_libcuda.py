@@ -167,3 +167,34 @@ def test_mismatch_names_the_kernel_module_as_the_vendor_wrote_it(tmp_path):
     assert "510.108.03" in f["message"] and "510.108.3" not in json.dumps(findings)
     text = run("check", "--snapshot", str(tmp_path / "snap.json"))
     assert "510.108.03" in text.stdout and "510.108.3" not in text.stdout
+
+
+def _conda_wsl(cudnn_dir):
+    """pytorch/pytorch#85773's environment: WSL 2, `conda create -n torch pytorch torchvision torchaudio
+    cudatoolkit=11.3 -c pytorch`; conda's torch 1.12.1 does not state its cuDNN, the env's cudnn package puts
+    libcudnn.so.8 in $CONDA_PREFIX/lib."""
+    from envdoctor.snapshot import Cudnn
+
+    fw = torch("1.12.1", cuda="11.3")
+    snap = wsl([lib("/usr/lib/wsl/lib/libcuda.so.1", "1", "ldconfig")], [fw])
+    snap.python.kind, snap.python.prefix = "conda", "/home/user/miniconda3/envs/torch"
+    snap.python.executable = "/home/user/miniconda3/envs/torch/bin/python"
+    snap.cudnn = [Cudnn(version="8.3.2", kind="library", path=f"{cudnn_dir}/libcudnn.so.8.3.2")]
+    return snap
+
+
+def test_wsl_conda_env_with_its_own_cudnn8(tmp_path):
+    """https://github.com/pytorch/pytorch/issues/85773: conda PyTorch in WSL 2 Ubuntu 22.04, "matrix multiply works"
+    then "Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file" on the
+    first Conv2d. The cuDNN 8 is the conda environment's own, not a wheel's: ED122 missed it. Through the real CLI."""
+    snap = _conda_wsl("/home/user/miniconda3/envs/torch/lib")
+    proc, findings = cli(tmp_path, snap)
+    (f,) = [f for f in findings if f["id"] == "ED122"]
+    assert f["severity"] == "error" and "/home/user/miniconda3/envs/torch/lib/libcudnn.so.8.3.2" in f["message"]
+    assert any("/usr/lib/wsl/lib" in x for x in f["fix"])
+
+
+def test_wsl_conda_env_cudnn_elsewhere_is_not_its_own():
+    """The counterpart: a libcudnn.so.8 outside the environment's lib is not what its build loads by RUNPATH."""
+    snap = _conda_wsl("/opt/other/lib")
+    assert by_id(check(snap, IDS), "ED122") == []
