@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # facts never import envdoctor.rules at module level: that pa
     from envdoctor.rules.context import Context
 
 # the nvidia probe's disagreement between layers' GPU counts
-_COUNT_RE = lazy_re(r"^(.+?) lists (\d+) GPUs? but (.+?) lists (\d+) GPUs?$", re.ASCII)
+_COUNT_RE = lazy_re(r"^(.+?) lists (\d+) GPUs? but (.+?) lists (\d+) GPUs?(?: \(not in [^)]*\))?$", re.ASCII)
 
 
 def hidden_gpus(snap: Snapshot) -> Optional[str]:

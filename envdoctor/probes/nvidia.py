@@ -623,7 +623,13 @@ def _disagreements(
     counts = [(who, len(gs)) for who, gs in layer_gpus]
     for i in range(1, len(counts)):
         if counts[i][1] != counts[0][1]:
-            out.append(f"{counts[0][0]} lists {_plural(counts[0][1], 'GPU')} but {counts[i][0]} lists {_plural(counts[i][1], 'GPU')}")
+            text = f"{counts[0][0]} lists {_plural(counts[0][1], 'GPU')} but {counts[i][0]} lists {_plural(counts[i][1], 'GPU')}"
+            # the GPUs only the other layer lists, by their bus ids as that layer writes them: the lost GPU's name
+            first = {normalize_bus_id(g.bus_id) for g in layer_gpus[0][1] if g.bus_id}
+            only = [g.bus_id for g in layer_gpus[i][1] if g.bus_id and normalize_bus_id(g.bus_id) not in first]
+            if first and only and len(only) == counts[i][1] - counts[0][1]:  # the rest matched: these are the gap
+                text += f" (not in {counts[0][0]}: {', '.join(only)})"
+            out.append(text)
     if nvml is not None and nvml.cuda_version and smi.banner is not None and smi.banner.cuda_version:
         if not _same_version(nvml.cuda_version, smi.banner.cuda_version):
             out.append(f"NVML says CUDA {nvml.cuda_version} but nvidia-smi says CUDA {smi.banner.cuda_version}")

@@ -927,12 +927,16 @@ def gpu_partially_failed(ctx: Context, r: Rule) -> List[Finding]:
     which = f"GPU {', '.join(buses)}" if buses else "at least one GPU"
     ev = [EvidenceItem("partial failure", text, driver_source(snap)) for text in seen[:4]]
     ev += [EvidenceItem("GPUs listed", _gpu_summary(snap.gpus), snap.gpus[0].source or "probe:nvidia")]
+    # the failed GPU by the bus id the driver's own records give (nvidia-smi -i takes a PCI bus id); the GPUs that
+    # answer by UUID, which CUDA_VISIBLE_DEVICES takes whatever order CUDA enumerates them in
+    target = buses[0] if len(buses) == 1 else "<index>"
+    keep = ",".join(g.uuid for g in ok) if ok and all(g.uuid for g in ok) else "<their indices>"
     fix = ["Look for the GPU's Xid errors (79: fallen off the bus; 48/63/64/94/95: ECC / row remapping):",
            "$ sudo dmesg -T | grep -iE 'nvrm|xid'",
            "Reset the GPU when nothing uses it, else reboot; a GPU that keeps dropping needs reseating, cooling "
            "or replacement:",
-           "$ sudo nvidia-smi -r -i <index>",
-           "Meanwhile keep jobs on the GPUs that answer: $ export CUDA_VISIBLE_DEVICES=<their indices>"]
+           f"$ sudo nvidia-smi -r -i {target}",
+           f"Meanwhile keep jobs on the GPUs that answer: $ export CUDA_VISIBLE_DEVICES={keep}"]
     if _in_container(snap):
         fix.insert(0, "In a container an 'Unknown Error' for one GPU often means its device node was lost "
                       "(systemd cgroup reload on the host): recreate the container.")

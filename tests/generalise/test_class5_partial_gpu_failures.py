@@ -42,6 +42,11 @@ def test_nvml_answers_for_one_gpu_of_two(tmp_path, monkeypatch, capsys, error_te
     assert f.severity == "error" and f.area == "gpu"
     assert "lists 1 GPU but /proc/driver/nvidia/gpus lists 2 GPUs" in f.message
     assert error_text in f.message and f.fix
+    # the lost GPU by the bus id /proc/driver/nvidia/gpus holds for it (the GTX 650 fixture's 0000:04:00.0), in
+    # the message and in the reset command; the GPU that answers kept by its UUID
+    assert "GPU 0000:04:00.0 failed" in f.message, f.message
+    assert "$ sudo nvidia-smi -r -i 0000:04:00.0" in f.fix
+    assert f"$ export CUDA_VISIBLE_DEVICES={L4['uuid']}" in " ".join(f.fix)
     rc, text = check_text(snap, tmp_path, capsys)
     gpus_line = next(x for x in text.splitlines() if x.startswith("[") and "GPUs" in x)
     assert gpus_line.startswith("[✗] GPUs"), text
@@ -61,6 +66,7 @@ def test_nvidia_smi_prints_only_the_device_handle_error(tmp_path, capsys, fixtur
     [f] = by_id(found, "ED018")
     bus = "0000:0B:00.0" if "unknown" in fixture else "0000:02:00.0"
     assert f.severity == "error" and bus in f.message
+    assert f"$ sudo nvidia-smi -r -i {bus}" in f.fix  # named as nvidia-smi wrote it
     rc, text = check_text(snap, tmp_path, capsys)
     gpus_line = next(x for x in text.splitlines() if x.startswith("[") and "GPUs" in x)
     assert not gpus_line.startswith("[✓]"), text
