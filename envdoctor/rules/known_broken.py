@@ -40,7 +40,8 @@ def _extra_ok(ctx, fw, extra: str) -> Optional[bool]:
     severity="error",
     area="environment",
     rationale="""
-Some releases fail on a platform or install path although nothing else about the machine is wrong: TensorFlow
+Some releases fail on a platform or install path although nothing else about the machine is wrong (frameworks and
+the extensions installed beside them alike, such as flash-attn 2.8.0.post2's undefined c10 symbol): TensorFlow
 2.16.1 does not find the CUDA libraries its own [and-cuda] extra installed and lists no GPU; `pip install
 tensorflow[and-cuda]==2.15.0` cannot resolve its tensorrt pins; torch 2.4.0 on Windows fails at import with
 "Error loading fbgemm.dll or one of its dependencies". No compatibility table shows these: the build, the driver and
@@ -62,6 +63,7 @@ def known_broken_release(ctx: Context, r: Rule) -> List[Finding]:
     from envdoctor.knowledge.extra_tables import known_broken
 
     out: List = []
+    out += _broken_extensions(ctx, r, known_broken().rows)
     for fw in ctx.frameworks:
         planned = fw.location == PLANNED
         for row in known_broken().rows:
@@ -84,4 +86,29 @@ def known_broken_release(ctx: Context, r: Rule) -> List[Finding]:
                                        fw.evidence[0].source if fw.evidence else ""),
                           EvidenceItem("known-broken row", f"{row.id}: {row.versions}", row.source)],
             ))
+    return out
+
+
+def _broken_extensions(ctx: Context, r: Rule, rows) -> List[Finding]:
+    """Rows for a distribution that is no framework of the snapshot (flash-attn, xformers, bitsandbytes: an
+    extension is an installed package, with no Framework entry of its own), judged from python.packages. An
+    extension has no extra or install stage of its own here: only "run" rows without an extra apply."""
+    from envdoctor.facts.pins import canonical_name
+
+    framework_dists = {canonical_name(fw.distribution) for fw in ctx.frameworks}
+    out: List[Finding] = []
+    for name, version in sorted(ctx.snap.python.packages.items()):
+        dist = canonical_name(name)
+        if dist in framework_dists or not version:
+            continue
+        for row in rows:
+            if row.extra or row.stage != "run" or not row.applies_to(dist, str(version)) \
+                    or not _platform_ok(ctx, row) or (row.gpu_only and not ctx.has_nvidia_gpu):
+                continue
+            out.append(r.finding(
+                f"{name} {version} (installed) is a known-broken release here: {row.symptom}",
+                severity=row.severity, subject=f"{name} {version}", cause=f"known-broken:{row.id}:{dist}",
+                fix=[row.fix],
+                evidence=[EvidenceItem("installed package", f"{name} {version}", f"python.packages:{name}"),
+                          EvidenceItem("known-broken row", f"{row.id}: {row.versions}", row.source)]))
     return out

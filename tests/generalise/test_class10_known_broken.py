@@ -132,3 +132,25 @@ def test_explain_documents_the_rule():
     proc = run("explain", "ED450")
     assert proc.returncode == 0, proc.stderr
     assert "known_broken.toml" in proc.stdout and "issues/63362" in proc.stdout
+
+
+def test_an_extension_release_is_judged_too(tmp_path):
+    """https://github.com/Dao-AILab/flash-attention/issues/1717: upgrading flash_attn 2.7.4.post1 -> 2.8.0.post2 in a
+    CUDA 12.4 torch image, "the wheel with the same dependencies gets undefined symbol error" at `import flash_attn`.
+    flash-attn is an extension (a package, no framework entry): ED450 looked only at frameworks. Through the real
+    CLI; the row is a warning (not every torch build is hit)."""
+    snap = machine(frameworks=[torch("2.6.0+cu124", cuda="12.4", cudnn="9.1.0")],
+                   packages={"flash-attn": "2.8.0.post2"}, **A100)
+    code, report, err = check_cli(snap, tmp_path)
+    (f,) = ed450(report)
+    assert f["severity"] == "warning" and "undefined symbol" in f["message"], f
+    assert "flash-attn 2.8.0.post2 (installed)" in f["message"]
+    assert any("flash-attn==2.7.4.post1" in x for x in f["fix"])
+
+
+@pytest.mark.parametrize("packages,system", [({"flash-attn": "2.7.4.post1"}, "Linux"),
+                                             ({"flash-attn": "2.8.0.post2"}, "Windows")])
+def test_an_extension_outside_the_row_is_silent(packages, system):
+    snap = machine(frameworks=[torch("2.6.0+cu124", cuda="12.4", cudnn="9.1.0")], packages=packages, system=system,
+                   machine_arch="AMD64" if system == "Windows" else "x86_64", **A100)
+    assert by_id(check(snap, ["ED450"]), "ED450") == []
