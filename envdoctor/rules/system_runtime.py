@@ -117,18 +117,33 @@ def system_cuda_runtime_missing(ctx: Context, r: Rule) -> List[Finding]:
             continue
         names = ", ".join(name for _row, name in missing)
         build = f"CUDA {fw.cuda_version}" + (f", cuDNN {fw.cudnn_version}" if fw.cudnn_version else "")
+        # the toolkits the machine has (their folders, as the probe found them): one of the build's major whose
+        # DLLs are simply not on PATH is fixed by a PATH line, not by another install
+        major = str(fw.cuda_version).split(".")[0]
+        same = [tk for tk in ctx.snap.toolkits if str(tk.version or "").split(".")[0] == major] \
+            if os_name == "windows" else []
+        other = [tk for tk in ctx.snap.toolkits if tk.version and tk not in same] if os_name == "windows" else []
+        installed = ""
+        if same:
+            installed = f" CUDA {same[0].version} is installed at {same[0].path}, but its bin folder is not on PATH."
+        elif other:
+            installed = (" The CUDA installed here is " + ", ".join(f"{tk.version} ({tk.path})" for tk in other[:2])
+                         + f": another major, whose DLLs are not the CUDA {major} ones the build opens.")
+        cudnn_missing = any(row.family == "cudnn" for row, _ in missing)
+        path_fix = [f'$ set "PATH={ntpath.join(same[0].path, "bin")};%PATH%"   (cmd; for good: System Properties > '
+                    'Environment Variables > Path)'] if same else []
+        install_fix = [] if same and not cudnn_missing else [
+            f"Install the CUDA {major}.x runtime"
+            + (f" and cuDNN {fw.cudnn_version.split('.')[0]}" if cudnn_missing and fw.cudnn_version else "")
+            + " the build names (TensorFlow's tested build configurations) and put its "
+            + ("bin folder on PATH" if os_name == "windows" else "lib64 folder on LD_LIBRARY_PATH or in the "
+                                                                  "ld.so cache (ldconfig)")]
         out.append(r.finding(
             f"{fw.distribution} {fw.version} was built against the system {build} and loads it by name at start: "
-            f"{names} not found on {where}. TensorFlow logs \"Could not load dynamic library '{missing[0][1]}'\" "
-            f"and then runs without the GPU.",
+            f"{names} not found on {where}.{installed} TensorFlow logs \"Could not load dynamic library "
+            f"'{missing[0][1]}'\" and then runs without the GPU.",
             area="tensorflow", subject=f"{fw.distribution} {fw.version}", cause=f"system-runtime:{fw.distribution}",
-            fix=[f"Install the CUDA {str(fw.cuda_version).split('.')[0]}.x runtime"
-                 + (f" and cuDNN {fw.cudnn_version.split('.')[0]}" if any(r_.family == "cudnn" for r_, _ in missing)
-                    and fw.cudnn_version else "")
-                 + f" the build names (TensorFlow's tested build configurations) and put its "
-                 + ("bin folder on PATH" if os_name == "windows" else "lib64 folder on LD_LIBRARY_PATH or in the "
-                                                                       "ld.so cache (ldconfig)"),
-                 f"Or, from TensorFlow {ctx.matrices.fact_value('tf-and-cuda-first')} on Linux, take the CUDA "
+            fix=path_fix + install_fix + [f"Or, from TensorFlow {ctx.matrices.fact_value('tf-and-cuda-first')} on Linux, take the CUDA "
                  "libraries as wheels: `pip install 'tensorflow[and-cuda]'`"
                  if os_name == "linux" else f"TensorFlow {ctx.matrices.fact_value('tf-native-windows-gpu-last')} is "
                                             "the last release with GPU support on native Windows; newer ones need WSL 2"],

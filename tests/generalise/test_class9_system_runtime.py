@@ -173,3 +173,37 @@ def test_the_loader_probe_scans_path_on_a_windows_snapshot_only(tmp_path):
         dlls = {x.path.rsplit("\\", 1)[-1] for x in snap.loader.libraries if x.via == "PATH"}
         assert dlls == expect
         assert any(e.source == DLL_SCAN for e in snap.loader.evidence) == (system == "Windows")
+
+
+def _toolkit(version, folder):
+    from envdoctor.snapshot import Toolkit
+
+    return Toolkit(path=rf"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\{folder}", version=version,
+                   found_by=["CUDA_PATH"])
+
+
+def test_tf_2_10_on_windows_with_cuda_11_2_installed_but_not_on_path(tmp_path):
+    """https://github.com/tensorflow/tensorflow/issues/61438: "CUDA 11.2 installed", yet TF 2.10.0 logs "Could not
+    load dynamic library 'cudart64_110.dll'": the installed toolkit's bin folder is not on PATH. The snapshot's
+    toolkit record (CUDA_PATH) names it, so the fix is that folder on PATH, not another install. Through the real
+    CLI."""
+    snap = windows([], **GPU)
+    snap.toolkits = [_toolkit("11.2.152", "v11.2")]
+    path = tmp_path / "snap.json"
+    path.write_text(snap.to_json())
+    proc = run("check", "--snapshot", str(path), "--format", "json")
+    (f,) = [f for f in json.loads(proc.stdout)["findings"] if f["id"] == "ED340"]
+    assert "CUDA 11.2.152 is installed at" in f["message"] and "not on PATH" in f["message"]
+    tk_bin = r"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v11.2\bin"
+    assert f["fix"][0].startswith(f'$ set "PATH={tk_bin};%PATH%"'), f["fix"]
+    assert any("cuDNN 8" in x for x in f["fix"])  # cudnn64_8.dll is no part of the toolkit: still to install
+
+
+def test_tf_2_10_on_windows_with_only_cuda_12_installed():
+    """The other shape of the same report: the CUDA installed is 12.x, whose DLLs (cudart64_12.dll) are not the
+    CUDA 11 ones TF 2.10 opens: no PATH line helps, the installed toolkit is named as another major."""
+    snap = windows([dll("cudart64_12.dll", r"C:\CUDA\v12.4\bin")], **GPU)
+    snap.toolkits = [_toolkit("12.4.131", "v12.4")]
+    (f,) = by_id(check(snap, ["ED340"]), "ED340")
+    assert "12.4.131" in f.message and "another major" in f.message
+    assert not any(x.startswith("$ set ") for x in f.fix) and any("Install the CUDA 11.x runtime" in x for x in f.fix)
