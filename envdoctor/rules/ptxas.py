@@ -11,12 +11,13 @@ and the driver's CUDA.
 from __future__ import annotations
 
 import re
-from typing import List, NamedTuple, Optional
+from typing import List, NamedTuple, Optional, Tuple
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from envdoctor.facts.pins import requirement
-from envdoctor.facts.versions import lower_bound, major_minor_version
+from envdoctor.facts.versions import lower_bound, major_minor_version, parse_version
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
 from envdoctor.rules.context import Context
 
@@ -170,10 +171,35 @@ def xla_ptxas_too_old(ctx: Context, r: Rule) -> List[Finding]:
     return out
 
 
+def _driver_older_row(ctx: Context) -> Tuple[Optional[dict], Optional[str]]:
+    """(the matrices/xla_ptxas.toml row for the installed XLA build's release, that build's "dist version"); the
+    row is None where the data has no row for the release (or no release it knows selects one)."""
+    from envdoctor.facts.pins import canonical_name
+    from envdoctor.knowledge.extra_tables import _read
+
+    rows = [row for row in _read("xla_ptxas.toml").get("driver_older", []) if isinstance(row, dict)]
+    dists = {str(canonical_name(d)) for row in rows for d in row.get("dists", [])}
+    for fw in ctx.frameworks:
+        if str(canonical_name(fw.distribution or fw.name)) not in dists:
+            continue
+        v = parse_version(fw.version)
+        label = f"{fw.distribution or fw.name} {fw.version}"
+        for row in rows:
+            try:
+                spec = SpecifierSet(str(row.get("versions", "")))
+            except InvalidSpecifier:
+                continue
+            if v is not None and str(canonical_name(fw.distribution or fw.name)) in row.get("dists", []) \
+                    and spec.contains(parse_version(v.public) or v, prereleases=True):
+                return row, label
+        return None, label
+    return None, None
+
+
 @rule(
     id="ED161",
     name="xla-ptxas-newer-than-driver",
-    title="XLA's ptxas is newer than the driver's CUDA: parallel compilation is off",
+    title="XLA's ptxas is newer than the driver's CUDA: compilation is serial, or fails on older jaxlib",
     severity="info",
     area="jax",
     rationale="""
@@ -181,7 +207,9 @@ When the ptxas XLA runs is newer than the CUDA version the driver supports, XLA 
 which the older driver loads) but turns off parallel compilation and logs "The NVIDIA driver's CUDA version is 12.2
 which is older than the ptxas CUDA version (12.3.107) ... XLA is disabling parallel compilation, which may slow down
 compilation". Reported as info: the GPU is used; a newer driver (or a forward-compatibility package on data-centre
-GPUs) makes compilation parallel again.
+GPUs) makes compilation parallel again. Older jaxlib releases did not fall back: they linked the kernels with the
+driver's CUDA linking API and failed ("The CUDA linking API did not work"). The severity is by release, as data
+(matrices/xla_ptxas.toml, each row with its report); a jaxlib between the rows is a warning (not known which).
 """,
     example="jax-cuda12-plugin with nvidia-cuda-nvcc-cu12 12.3.107 on driver 535.154.05 (CUDA 12.2): `ED161 info`.",
     references=["https://github.com/jax-ml/jax/issues/19821", "https://github.com/jax-ml/jax/issues/18027",
@@ -195,10 +223,24 @@ def xla_ptxas_newer_than_driver(ctx: Context, r: Rule) -> List[Finding]:
     pv = major_minor_version(p.version) if p is not None else None
     if p is None or pv is None or dv is None or pv <= dv:
         return []
-    return [r.finding(
-        f"XLA's ptxas {p.version} ({p.where}) is newer than the driver's CUDA {ctx.snap.driver.cuda_version}: XLA "
-        f"disables parallel compilation, so compiling is slower (the GPU is still used).",
-        evidence=[EvidenceItem("ptxas XLA runs", f"{p.where} ({p.version})", f"search order: {p.via}"),
-                  EvidenceItem("driver CUDA", str(ctx.snap.driver.cuda_version), ctx.snap.driver.source or "nvml")],
-        fix=[f"Upgrade the NVIDIA driver to one for CUDA >= {major_minor_version(p.version)}, or ignore (compilation only)."],
-        subject="XLA ptxas")]
+    head = f"XLA's ptxas {p.version} ({p.where}) is newer than the driver's CUDA {ctx.snap.driver.cuda_version}"
+    ev = [EvidenceItem("ptxas XLA runs", f"{p.where} ({p.version})", f"search order: {p.via}"),
+          EvidenceItem("driver CUDA", str(ctx.snap.driver.cuda_version), ctx.snap.driver.source or "nvml")]
+    upgrade = f"Upgrade the NVIDIA driver to one for CUDA >= {major_minor_version(p.version)}"
+    # what XLA does about it changed between releases: the data says which (matrices/xla_ptxas.toml)
+    row, build = _driver_older_row(ctx)
+    if row is None and build is None:  # an XLA build the data has no rows for (TensorFlow): today's behaviour
+        return [r.finding(f"{head}: XLA disables parallel compilation, so compiling is slower (the GPU is still used).",
+                          evidence=ev, fix=[f"{upgrade}, or ignore (compilation only)."], subject="XLA ptxas")]
+    if row is None:
+        return [r.finding(
+            f"{head}: whether {build} only compiles serially (as newer releases do) or fails when it links the "
+            f"kernels (as older ones did) is not in envdoctor's data.", severity="warning", evidence=ev,
+            fix=[f"{upgrade}.", "$ export XLA_FLAGS=--xla_gpu_force_compilation_parallelism=1   (if it fails: serial "
+                                "compilation)"], subject="XLA ptxas")]
+    ev.append(EvidenceItem(f"{build} with an older driver", str(row.get("id", "")), str(row.get("source", ""))))
+    fix = [f"{upgrade}" + ("." if row.get("fix") else ", or ignore (compilation only).")]
+    if row.get("fix"):
+        fix.append(str(row["fix"]))
+    return [r.finding(f"{head}: {build}: {row.get('behaviour', '')}.", severity=str(row.get("severity", "info")),
+                      evidence=ev, fix=fix, subject="XLA ptxas")]

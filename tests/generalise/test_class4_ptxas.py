@@ -91,3 +91,36 @@ def test_cpu_machine_is_not_judged():
     snap = jax_box(toolkits=[cuda121_on_path()])
     snap.gpus, snap.driver.state = [], "not_installed"
     assert check(snap, IDS) == []
+
+
+def _old_jaxlib_box(jax_version, jaxlib_version):
+    """An old-style jaxlib that carries its CUDA (+cuda11), a CUDA 11.8 toolkit's ptxas on PATH, driver 515.65.01
+    (nvidia-smi 'CUDA Version: 11.7'): jax-ml/jax#16063's machine."""
+    tk = Toolkit(path="/usr/local/cuda-11.8", version="11.8.89", found_by=["PATH"])
+    fws = jax(jax_version, jaxlib=jaxlib_version, plugin=None)
+    fws[1].build, fws[1].cuda_version, fws[1].cudnn_version = "cuda", "11.8", "8.6"
+    return machine(driver="515.65.01", driver_cuda="11.7", gpus=["NVIDIA RTX A6000:8.6"], frameworks=fws,
+                   toolkits=[tk])
+
+
+def test_ptxas_newer_than_the_driver_was_fatal_for_old_jaxlib(tmp_path):
+    """https://github.com/jax-ml/jax/issues/16063: jax 0.4.8, jaxlib 0.4.7, driver 515.65.01 (CUDA 11.7), a CUDA 11.8
+    ptxas: "The CUDA linking API did not work. Please use XLA_FLAGS=--xla_gpu_force_compilation_parallelism=1 to
+    bypass it ... newer than toolkit (118 vs 117)" and `jnp.arange(10)` fails. Today's jaxlib only compiles
+    serially (ED161 info, above); this one is an error, by the release's row in matrices/xla_ptxas.toml. Through
+    the real CLI."""
+    snap = _old_jaxlib_box("0.4.8", "0.4.7")
+    path = tmp_path / "snap.json"
+    path.write_text(snap.to_json())
+    proc = run("check", "--snapshot", str(path), "--format", "json")
+    (f,) = [f for f in json.loads(proc.stdout)["findings"] if f["id"] == "ED161"]
+    assert f["severity"] == "error" and "The CUDA linking API did not work" in f["message"], f
+    assert "jaxlib 0.4.7" in f["message"]
+    assert any("XLA_FLAGS=--xla_gpu_force_compilation_parallelism=1" in x for x in f["fix"])
+    assert proc.returncode == 1
+
+
+def test_ptxas_newer_than_the_driver_between_the_rows_is_a_doubt():
+    """A jaxlib between the two releases the data has reports for: a warning that says it is not known which."""
+    (f,) = by_id(check(_old_jaxlib_box("0.4.16", "0.4.16"), IDS), "ED161")
+    assert f.severity == "warning" and "not in envdoctor's data" in f.message
