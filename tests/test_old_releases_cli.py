@@ -92,6 +92,15 @@ def _judged(report, family_word):
     assert not [f for f in report["findings"] if f["id"] == "ED902" and family_word in f["area"]], report["findings"]
 
 
+def _driver_error(tmp_path, dist, driver, gpu, cc, python, family, floor):
+    """The report of a machine whose driver is below `floor`: an error naming the floor, and no ED902."""
+    venv, env = _machine(tmp_path, [dist], driver, gpu, cc)
+    report = _check(tmp_path, venv, env, python=python)
+    _judged(report, family)
+    errors = [f for f in report["findings"] if f["severity"] == "error"]
+    assert errors and any(floor in f["message"] for f in errors), report["findings"]
+
+
 def test_torch_1_3_1_on_a_k40m_has_no_kernel(tmp_path):
     """https://github.com/pytorch/pytorch/issues/30532 : torch 1.3.1 (CUDA 10.1) on a Tesla K40m (sm_35): the first
     kernel fails with "no kernel image is available". The 1.3.1 build's own arch list starts at sm_37 / compute_37
@@ -137,12 +146,8 @@ def test_torch_1_12_1_cu102_on_driver_410_needs_a_newer_driver(tmp_path):
     """torch 1.12.1 from the default index (CUDA 10.2) on a V100 with driver 410.104 (CUDA 10.0): CUDA 10.2 needs
     >= 440.33 and CUDA 10 has no minor-version compatibility, so torch.cuda.is_available() is False ("The NVIDIA driver
     on your system is too old"). Judged as an error from the CUDA row."""
-    venv, env = _machine(tmp_path, [_torch("torch_version_1.12.1_wheel.py", "1.12.1")], "410.104",
-                         "Tesla V100-SXM2-16GB", "7.0")
-    report = _check(tmp_path, venv, env, python="3.10.12")
-    _judged(report, "torch")
-    errors = [f for f in report["findings"] if f["severity"] == "error"]
-    assert errors and any("440.33" in f["message"] for f in errors), report["findings"]
+    _driver_error(tmp_path, _torch("torch_version_1.12.1_wheel.py", "1.12.1"), "410.104", "Tesla V100-SXM2-16GB", "7.0",
+                  "3.10.12", "torch", "440.33")
 
 
 def test_torch_1_12_1_on_this_python_says_it_has_no_wheels_for_it(tmp_path):
@@ -173,12 +178,8 @@ def test_tensorflow_gpu_1_15_on_a_k80_is_judged_by_its_cuda_and_cudnn(tmp_path):
 def test_tensorflow_2_4_on_driver_440_needs_cuda_11(tmp_path):
     """tensorflow 2.4.0 is a CUDA 11.0 build (its build_info.py): driver 440.33.01 (CUDA 10.2) is below CUDA 11's
     minor-version-compatibility floor (450.80.02), so TensorFlow sees no GPU."""
-    venv, env = _machine(tmp_path, [_tf("tensorflow", "2.4.0", "tf_build_info_tensorflow_2.4.0.py")], "440.33.01",
-                         "Quadro GV100", "7.0")
-    report = _check(tmp_path, venv, env, python="3.8.10")
-    _judged(report, "tensorflow")
-    errors = [f for f in report["findings"] if f["severity"] == "error"]
-    assert errors and any("450.80.02" in f["message"] for f in errors), report["findings"]
+    _driver_error(tmp_path, _tf("tensorflow", "2.4.0", "tf_build_info_tensorflow_2.4.0.py"), "440.33.01", "Quadro GV100",
+                  "7.0", "3.8.10", "tensorflow", "450.80.02")
 
 
 def test_tensorflow_2_11_on_a_titan_xp_has_kernels_and_needs_cudnn_8(tmp_path):
