@@ -80,9 +80,10 @@ def test_tensorflow_alone_gets_a_tensorflow_alternative(mat):
     [f] = [f for f in run(snap, mat) if f.id == "ED100"]
     assert f.severity == "error" and "tensorflow 2.15.0" in f.message and "12.2" in f.message
     tf_cmds = [x for x in f.fix if x.startswith("$ pip install 'tensorflow")]
-    # the newest TF built for CUDA 11 that lock would also choose here: 2.13/2.14 (11.8) run on 470 via MVC, but
-    # reach sm_86 only through compute_80 PTX, which the CUDA 11.8 toolkit driver (>= 520) must JIT (issue #13)
-    assert tf_cmds and "2.12" in tf_cmds[0]
+    # the newest TF built for CUDA 11 that lock would also choose here: 2.12-2.14 (11.8) run on 470 via MVC, but
+    # reach sm_86 only through compute_80 PTX (their build_info lists sm_35 ... sm_75, compute_80), which needs the
+    # CUDA 11.8 toolkit's driver (>= 520) to JIT; 2.11's CUDA 11.2 PTX is JIT-compiled by a 470 driver
+    assert tf_cmds and "2.11" in tf_cmds[0]
 
 
 def test_jax_cuda13_plugin_on_a_cuda12_driver_suggests_the_cuda12_plugin_of_the_same_release(mat):
