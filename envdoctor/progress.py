@@ -69,6 +69,15 @@ class Status:
             # a new stage is shown at once, not at the next tick: a stage shorter than a tick is still seen
             self._draw()
 
+    def echo(self, text: str) -> None:
+        """Write a line of the command's own (text + newline) above the status line, which is redrawn under it; a
+        plain write where the status is not shown."""
+        with self._draw_lock:
+            if self._thread is not None and not self._stop.is_set():
+                self._write("\r\x1b[K" + text + "\n" + self._line(self._frame))
+            else:
+                self._write(text + "\n")
+
     def close(self) -> None:
         if self._thread is None:
             return
@@ -87,7 +96,7 @@ class Status:
     def _line(self, frame: int) -> str:
         with self._lock:
             text, done, total = self.text, self.done, self.total
-        count = f" [{done}/{total}]" if done is not None and total else ""
+        count = f" [{done}/{total}]" if done is not None and total else f" [{done}]" if done is not None else ""
         line = f"{FRAMES[frame % len(FRAMES)]} {text}{count} {time.monotonic() - self._start:.1f} s"
         width = shutil.get_terminal_size().columns
         if len(line) >= width:  # a wrapped line cannot be redrawn in place

@@ -21,7 +21,9 @@ import pytest
 from tests.fakes import wait_until
 from tests.test_fleet import envdoctor, ok
 
-pytestmark = pytest.mark.slurm
+# In the slow part: real daemons take about 20 s to come up and go, and inside the fast part's network namespace
+# (loopback only) slurmctld finds no address family to listen on, though every address here is 127.0.0.1.
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "sinfo")
 
 

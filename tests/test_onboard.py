@@ -7,6 +7,9 @@ from __future__ import annotations
 import html.parser
 import json
 import os
+import pty
+import re
+import select
 import shutil
 import signal
 import subprocess
@@ -22,6 +25,7 @@ from envdoctor.fsroot import Root
 from envdoctor.onboard import plan as P
 from envdoctor.onboard import report as R
 from envdoctor.onboard import steps as S
+from envdoctor.progress import FRAMES
 from envdoctor.smoke import FrameworkResult, SmokeRun, StepResult
 from envdoctor.snapshot import Snapshot
 from envdoctor.snapshot_io import dump_json
@@ -279,6 +283,7 @@ def test_ctrl_c_during_install_kills_pip_and_records_the_interruption(fake, caps
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "interrupted" in err
+    assert "\x1b[K" not in err and not any(frame in err for frame in FRAMES)  # no status line on a pipe
     st = state(fake)
     assert st["steps"]["create"]["status"] == "ok"
     assert st["steps"]["install"]["status"] == "interrupted"
@@ -739,3 +744,36 @@ exit 3
     assert [c.split()[0] for c in calls(fake)] == ["conda", "venv", "pip", "pip"]
     assert "jax==" in (prefix / P.LOCK_FILE).read_text()
     assert (prefix / P.LOG_FILE).read_text().count("Successfully installed") == 2
+
+
+def test_a_long_step_shows_its_seconds_on_a_terminal_and_nothing_extra_on_a_pipe(fake, tmp_path):
+    from tests.test_cli import _default_sigint
+
+    fake.mode.write_text("hang")
+    env = dict(os.environ, TERM="xterm")
+    env.pop("ENVDOCTOR_NO_PROGRESS", None)
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "envdoctor", "onboard", *fake.args, "--yes"],
+                            stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, env=env,
+                            cwd=str(Path(__file__).resolve().parent.parent), preexec_fn=_default_sigint)
+    os.close(slave)
+    err, deadline = b"", time.monotonic() + 60
+    # the install step hangs: its status line counts the seconds it has taken
+    while time.monotonic() < deadline and not re.search(rb"\[5/7\] install [1-9]\d*\.\d s", err):
+        if select.select([master], [], [], 0.5)[0]:
+            err += os.read(master, 65536)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    try:
+        while select.select([master], [], [], 0.5)[0]:
+            chunk = os.read(master, 65536)
+            if not chunk:
+                break
+            err += chunk
+    except OSError:  # EIO: the child closed its end
+        pass
+    os.close(master)
+    assert fake.started.exists() and re.search(rb"\[5/7\] install [1-9]\d*\.\d s", err), err[-600:]
+    assert proc.returncode == 130 and b"interrupted" in err
+    # the status line is erased before the step's own line: nothing is drawn over it
+    assert re.search(rb"\r\x1b\[K\[5/7\] install +\S+ interrupted", err), err[-600:]

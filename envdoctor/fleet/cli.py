@@ -24,6 +24,7 @@ from envdoctor.fleet import manifests as M
 from envdoctor.fleet import report as R
 from envdoctor.fleet.ingest import DEFAULT_MAX_INPUT, open_store, parse_labels, parse_size
 from envdoctor.fleet.ingest import ingest as do_ingest
+from envdoctor.progress import Status
 from envdoctor.fleet.store import Store, store_path
 from envdoctor.snapshot_io import dump_json
 
@@ -92,8 +93,9 @@ def ingest(paths: Tuple[str, ...], store_file: Optional[str], labels: Tuple[str,
         raise BadInput("- (stdin) can be named once")
     cap = parse_size(max_input) if max_input is not None else DEFAULT_MAX_INPUT
     notes: List[str] = []
-    result = do_ingest(store_path(store_file), list(paths), parse_labels(labels), notes, max_input=cap,
-                       rebuild=rebuild)
+    with Status() as status:
+        result = do_ingest(store_path(store_file), list(paths), parse_labels(labels), notes, max_input=cap,
+                           rebuild=rebuild, progress=status)
     for n in notes:
         click.echo(f"envdoctor: {n}", err=True)
     for where, why in result.refused:

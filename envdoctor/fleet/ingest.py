@@ -26,7 +26,7 @@ import sys
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from envdoctor.errors import BadInput
 from envdoctor.fleet import fingerprint as F
@@ -72,6 +72,8 @@ class Result:
     bad: List[Tuple[str, str]] = field(default_factory=list)  # (where, why): bad documents
     refused: List[Tuple[str, str]] = field(default_factory=list)  # (where, why): inputs not read at all
     inputs: List[str] = field(default_factory=list)
+    # told of each document as it is read (where, documents read so far): the command's progress line
+    on_read: Optional[Callable[[str, int], None]] = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
         return {"read": self.read, "new": self.new, "duplicates": self.duplicates,
@@ -287,6 +289,8 @@ class Ingester:
     # -- one document -----------------------------------------------------------------------------
     def _document(self, where: str, raw: Optional[bytes], stem: Optional[str]) -> None:
         self.result.read += 1
+        if self.result.on_read is not None:
+            self.result.on_read(where, self.result.read)
         try:
             if raw is None:
                 raise BadInput(f"document is larger than {MAX_SNAPSHOT_BYTES // (1024 * 1024)} MiB")
@@ -485,9 +489,11 @@ def open_store(path: Path, create: bool = False, notes: Optional[List[str]] = No
 
 
 def ingest(path: Path, inputs: List[str], labels: Dict[str, str], notes: List[str],
-           max_input: int = DEFAULT_MAX_INPUT, rebuild: bool = False) -> Result:
+           max_input: int = DEFAULT_MAX_INPUT, rebuild: bool = False,
+           progress: Optional[Callable[..., None]] = None) -> Result:
     """Ingest `inputs` into the store at path. A missing, empty or damaged store (or `rebuild`) is first rebuilt
-    from its ledger; the store changes only when all of it succeeded (see the module's docstring)."""
+    from its ledger; the store changes only when all of it succeeded (see the module's docstring). `progress`
+    (text, done=N) is told what is being read."""
     exists = S.check_path(path, create=True)
     why = S.damage(path) if exists else None
     entries = S.read_ledger(path)
@@ -499,6 +505,8 @@ def ingest(path: Path, inputs: List[str], labels: Dict[str, str], notes: List[st
     if rebuild and exists and why is None:
         why = REBUILD
     result = Result()
+    if progress is not None:
+        result.on_read = lambda _where, n: progress("fleet ingest: snapshots read", done=n)
     resolved: List[str] = []
     spooled: Optional[str] = None
     for x in inputs:
@@ -515,6 +523,8 @@ def ingest(path: Path, inputs: List[str], labels: Dict[str, str], notes: List[st
             if resolved:
                 _into(path, resolved, labels, max_input, result)
         elif resolved or entries or rebuild:
+            if progress is not None and entries:
+                progress(f"fleet ingest: rebuilding the store from its inputs ledger ({len(entries)} inputs)")
             _build_new(path, why, entries, resolved, labels, max_input, result, notes)
     except sqlite3.Error as exc:
         if spooled:

@@ -41,7 +41,8 @@ def tf_candidate(m: Any, release: Any, gpu: bool, platform: str, wsl: bool = Fal
                                              "the and-cuda extra installs the nvidia-* wheels"))
     else:
         cand.pins_known = "none"
-        cand.requirements.append(Requirement(f"tensorflow=={v}", f"needs CUDA {release.cuda} and cuDNN {release.cudnn} installed "
+        dist = release.gpu_distribution or "tensorflow"  # up to 2.0 the CUDA wheels are tensorflow-gpu
+        cand.requirements.append(Requirement(f"{dist}=={v}", f"needs CUDA {release.cuda} and cuDNN {release.cudnn} installed "
                                              "system-wide (no [and-cuda] extra before 2.14)"))
         cand.notes.append(f"tensorflow {v} loads a system CUDA {release.cuda} / cuDNN {release.cudnn}: install them separately")
     if not release.compute_capabilities:
@@ -59,7 +60,7 @@ class TensorflowSpec(FrameworkSpec):
     smoke_program = "tensorflow_smoke.py"
     refresh_table = "tensorflow"
     refresh_learner = "envdoctor.knowledge.refresh:_tensorflow"
-    version_files = ("tensorflow/python/platform/build_info.py",)
+    version_files = ("tensorflow/python/platform/build_info.py", "tensorflow_core/python/platform/build_info.py")
     version_parser = "envdoctor.parsers.tf_build_info:parse_build_info"
 
     def candidates(self, m: Any, target: Target) -> List[Candidate]:

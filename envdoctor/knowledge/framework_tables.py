@@ -43,7 +43,17 @@ class BuildRow:
         return self.verified.upper().startswith("UNVERIFIED")
 
     def python_for(self, version: str) -> str:
-        return dict(self.python_by_version).get(version, self.requires_python)
+        """The Pythons ``version`` installs on: its Requires-Python, raised to the lowest cpXY tag of its wheels
+        (a release whose metadata still allows a Python it ships no wheel for cannot be installed there)."""
+        spec = dict(self.python_by_version).get(version, self.requires_python)
+        tags = [(int(t[2]), int(t[3:])) for t in self.python_tags if t[:2] == "cp" and t[2:].isdigit() and len(t) > 3]
+        if not tags:
+            return spec
+        low = min(tags)
+        floor = f">={low[0]}.{low[1]}"
+        if spec and SpecifierSet(spec).contains(f"{low[0]}.{low[1] - 1}") and low[1] > 0:
+            return f"{spec},{floor}"
+        return spec or floor
 
     def platforms_for(self, version: str) -> List[str]:
         out = list(self.platforms)

@@ -48,7 +48,7 @@ TABLES: Tuple[str, ...] = ("cuda_driver", "gpus", "pytorch", "tensorflow", "jax"
 _DATE = lazy_re(r"^\d{4}-\d{2}-\d{2}$")
 _SM = lazy_re(r"^(sm|compute)_\d+[af]?$")
 _CC = lazy_re(r"^\d+\.\d+$")
-_VARIANT = lazy_re(r"^(cpu|cu\d{3}|rocm\d+(\.\d+)+)$")
+_VARIANT = lazy_re(r"^(cpu|cu\d{2,3}|rocm\d+(\.\d+)+)$")  # cu90 / cu92: the CUDA 9 builds of torch 1.0-1.1
 _KINDS_ENUM = ("cuda", "cpu", "rocm")
 _SEGMENTS = ("geforce", "geforce-laptop", "workstation", "workstation-laptop", "datacenter", "jetson", "desktop")
 _PLUGINS = ("cuda12", "cuda13")
@@ -192,7 +192,8 @@ SPECS: Dict[str, Dict[str, RowSpec]] = {
         "release": RowSpec(
             _req(version="version", tested="version", python="spec", cuda="version", cudnn="version"),
             dict(python_tested="text", requires_python="spec", and_cuda="dict_spec", gpu_platforms="list_platform",
-                 compute_capabilities="list_sm", cc_verified="text", compiler="text", build_tool="text", note="text"),
+                 compute_capabilities="list_sm", cc_verified="text", compiler="text", build_tool="text",
+                 gpu_distribution="str", note="text"),
             ("version",), _vkey("version")),
         "patch": RowSpec(
             _req(version="version"),

@@ -391,6 +391,7 @@ class TfRelease(_Row):
     cc_verified: Optional[str] = None
     compiler: Optional[str] = None
     build_tool: Optional[str] = None
+    gpu_distribution: Optional[str] = None  # the distribution of the GPU wheels (tensorflow-gpu up to 2.0); None: tensorflow
     note: Optional[str] = None
     origin: str = ""
     patch_rows: List["TfPatch"] = field(default_factory=list)  # other releases of the series (2.15.1 ...)

@@ -35,6 +35,7 @@ from envdoctor.lock.render import Meta, render, render_clash
 from envdoctor.lock.resolve import resolve
 from envdoctor.onboard import plan as P
 from envdoctor.onboard import report as R
+from envdoctor.progress import Status
 from envdoctor.redact import redact_output
 from envdoctor.smoke import SmokeRun
 from envdoctor.smoke import run_smoke  # a module-level name, so tests can replace the smoke run with a fake one
@@ -92,9 +93,14 @@ class Progress:
     def __init__(self, quiet: bool = False, stream: Any = None) -> None:
         self.quiet = quiet
         self.stream = stream
+        # while a step runs, a status line under its lines on a terminal (the seconds it has taken so far)
+        self.live: Optional[Status] = None
 
     def echo(self, text: str) -> None:
         if self.quiet:
+            return
+        if self.live is not None:
+            self.live.echo(text)
             return
         stream = self.stream if self.stream is not None else sys.stderr
         stream.write(text + "\n")
@@ -103,7 +109,18 @@ class Progress:
     def step(self, name: str, status: str, text: str = "", seconds: Optional[float] = None) -> None:
         n = P.STEPS.index(name) + 1
         tail = f"  ({seconds:.1f} s)" if seconds is not None and status in ("ok", "failed") else ""
+        if self.live is not None:
+            self.live.close()
+            self.live = None
         self.echo(f"[{n}/{len(P.STEPS)}] {name:<8} {MARK.get(status, '?')} {text}".rstrip() + tail)
+        if status == "running" and not self.quiet:
+            self.live = Status(f"[{n}/{len(P.STEPS)}] {name}",
+                               stream=self.stream if self.stream is not None else sys.stderr).__enter__()
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.close()
+            self.live = None
 
 
 # --------------------------------------------------------------------------- the state file
@@ -496,6 +513,7 @@ class Onboarding:
         try:
             return self._run()
         finally:
+            self.progress.close()
             if self.env_lock is not None:
                 self.env_lock.release()
 
@@ -703,7 +721,7 @@ class Onboarding:
         self.log.write(f"\n=== {_now()} smoke: {P._q(P.smoke_argv(plan.target, plan.frameworks, plan.require_gpu))}")
         on_event = None
         if not self.opts.quiet:
-            on_event = SmokeProgress(sys.stderr)
+            on_event = SmokeProgress(sys.stderr, live=self.progress.live)
         t0 = time.monotonic()
         try:
             run = run_smoke(None, python=plan.target.python, frameworks=list(plan.frameworks), timeout=P.TIMEOUT_SMOKE,

@@ -68,7 +68,8 @@ FILES = {
     "paddlepaddle": ["paddle/version/__init__.py"],
     "paddlepaddle-gpu": ["paddle/version/__init__.py"],
 }
-TF_FILES = ["tensorflow/python/platform/build_info.py"]
+# TensorFlow 1.15 / 2.0 wheels keep the real package in tensorflow_core/ (tensorflow/ is a shim without build_info)
+TF_FILES = ["tensorflow/python/platform/build_info.py", "tensorflow_core/python/platform/build_info.py"]
 # folders inside a distribution's package that may bundle CUDA libraries (older torch wheels: torch/lib/libcudnn.so.8,
 # libcudart-<hash>.so.11.0); only the file names are listed, at most MAX_BUNDLED of them
 BUNDLE_DIRS = {"torch": ["torch/lib"], "jaxlib": ["jaxlib/cuda", "jaxlib/lib"]}

@@ -407,7 +407,8 @@ def _framework(dist: dict, installed: Dict[str, dict], platform_tag: str) -> Opt
     elif name == "triton":
         fw.build = "rocm" if norm == "pytorch-triton-rocm" else "unknown"
     elif name == "tensorflow":
-        tf_info = tf_build_info.parse_build_info(read("tensorflow/python/platform/build_info.py"))
+        own, core = read("tensorflow/python/platform/build_info.py"), read("tensorflow_core/python/platform/build_info.py")
+        tf_info = tf_build_info.parse_build_info(own) or tf_build_info.parse_build_info(core)
         if tf_info is not None:
             fw.build = tf_info.build
             fw.cuda_version = tf_info.cuda_version

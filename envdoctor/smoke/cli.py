@@ -49,8 +49,12 @@ def smoke(python_path: Optional[str], frameworks: Tuple[str, ...], timeout: floa
         names = [n for n in FRAMEWORKS if n in (frameworks or {f.name for f in snap.python.frameworks})]
         progress._write(f"envdoctor smoke: {', '.join(names) or 'no framework'} in {snap.python.executable or python_path}"
                         f" (timeout {timeout:g} s each)")
-    run = run_smoke(snap, python=python_path, frameworks=list(frameworks) or None, timeout=timeout, bench=bench,
-                    require_gpu=require_gpu, on_event=progress)
+    try:
+        run = run_smoke(snap, python=python_path, frameworks=list(frameworks) or None, timeout=timeout, bench=bench,
+                        require_gpu=require_gpu, on_event=progress)
+    finally:
+        if progress is not None:
+            progress.close()
     if run.exit_code():
         _add_hints(run, python_path)
     if fmt == "json":

@@ -6,6 +6,7 @@ import threading
 from typing import IO, Any, Dict, List, Optional
 
 from envdoctor.formats.ansi import ansi
+from envdoctor.progress import Status
 from envdoctor.smoke.results import BAD, FrameworkResult, SmokeRun, StepResult
 from envdoctor.snapshot_io import dump_json
 
@@ -158,24 +159,39 @@ def render_markdown(run: SmokeRun) -> str:
 class Progress:
     """Live progress lines on a stream (stderr): one line per finished step, thread-safe."""
 
-    def __init__(self, stream: Optional[IO[str]] = None, color: bool = False) -> None:
+    def __init__(self, stream: Optional[IO[str]] = None, color: bool = False, live: Optional[Status] = None) -> None:
         self.stream = stream or sys.stderr
         self.color = color
         self.lock = threading.Lock()
         self.printed: Dict[str, set] = {}
+        # the waits between lines: a status line on a terminal (onboard passes the one of its own step)
+        self.own = live is None
+        self.live = live if live is not None else Status(stream=self.stream)
+        self.running: List[str] = []
 
     def _write(self, text: str, status: str = "") -> None:
         if self.color and COLOR.get(status):
             text = ansi(text, COLOR[status])
         with self.lock:
-            try:
-                self.stream.write(text + "\n")
-                self.stream.flush()
-            except (OSError, ValueError):
-                pass
+            self.live.echo(text)
+
+    def _waiting(self) -> None:
+        if self.own:
+            self.live.update("smoke: running " + ", ".join(self.running) if self.running else "smoke: finishing")
+
+    def close(self) -> None:
+        if self.own:
+            self.live.close()
 
     def __call__(self, framework: str, ev: Dict[str, Any]) -> None:
         kind = ev.get("event")
+        if kind in ("hello", "finished"):
+            with self.lock:
+                if kind == "hello" and framework not in self.running:
+                    self.running.append(framework)
+                elif kind == "finished" and framework in self.running:
+                    self.running.remove(framework)
+            self._waiting()
         if kind == "hello":
             self._write(f"  {framework + ':':<11} started (pid {ev.get('pid')}, Python {ev.get('python')})")
         elif kind == "end":

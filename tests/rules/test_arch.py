@@ -234,10 +234,10 @@ def test_unknown_facts_are_silent(snap, mat):
 
 
 def test_unknown_caps_are_judged_from_the_builds_own_cuda(mat):
-    """TF 2.17 (caps not in the data) states CUDA 12.3 in its build_info, which predates sm_120: XLA cannot generate
-    code for an RTX 5090 (https://github.com/tensorflow/tensorflow/issues/111958), an error judged from the build
-    itself (issue 14, class 1)."""
+    """A TF whose caps no source states (2.2: its build_info lists none) says CUDA 10.1 in its build_info, which
+    predates sm_120: it cannot generate code for an RTX 5090 (as TF 2.17's CUDA 12.3 could not:
+    https://github.com/tensorflow/tensorflow/issues/111958), an error judged from the build itself."""
     snap = machine(driver="570.86.15", driver_cuda="12.8", gpus=["NVIDIA GeForce RTX 5090:12.0"],
-                   frameworks=[tensorflow("2.17.0", cuda="12.3", cudnn="8")])
+                   frameworks=[tensorflow("2.2.0", cuda="10.1", cudnn="7")])
     [f] = found(run(snap, mat), "ED200")
     assert f.severity == "error" and "Judged from the build itself" in f.message

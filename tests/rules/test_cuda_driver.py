@@ -80,9 +80,9 @@ def test_tensorflow_alone_gets_a_tensorflow_alternative(mat):
     [f] = [f for f in run(snap, mat) if f.id == "ED100"]
     assert f.severity == "error" and "tensorflow 2.15.0" in f.message and "12.2" in f.message
     tf_cmds = [x for x in f.fix if x.startswith("$ pip install 'tensorflow")]
-    # the TF lock chooses here: 2.13/2.14 (11.8) run on 470 via MVC, but reach sm_86 only through compute_80 PTX,
-    # which the CUDA 11.8 toolkit driver (>= 520) must JIT; a release whose arch list the data lacks ranks below
-    # every known fit
+    # the TF lock chooses here: 2.12-2.14 (11.8) run on 470 via MVC, but reach sm_86 only through compute_80 PTX
+    # (their build_info lists sm_35 ... sm_75, compute_80), which needs the CUDA 11.8 toolkit's driver (>= 520) to
+    # JIT; a release whose arch list the data lacks ranks below every known fit
     from envdoctor.frameworks.base import FrameworkRequest, GpuTarget, Target
     from envdoctor.lock.resolve import resolve
 
