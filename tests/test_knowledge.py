@@ -8,6 +8,7 @@ import re
 import shutil
 
 import pytest
+from packaging.version import Version
 
 from envdoctor.knowledge import (
     TABLES,
@@ -77,7 +78,8 @@ def test_max_cuda_for_driver(m):
     assert m.max_cuda_for_driver("520.61.05") == "11.8"
     assert m.max_cuda_for_driver("580.65.06") == "13.0"
     assert m.max_cuda_for_driver("410.48") == "10.0"
-    assert m.max_cuda_for_driver("400.1") is None
+    assert m.max_cuda_for_driver("400.1") == "9.2"  # 9.2.88 needs >= 396.26, 10.0 >= 410.48
+    assert m.max_cuda_for_driver("370.28") is None  # older than every CUDA in the table (9.0 needs >= 384.81)
     assert m.max_cuda_for_driver("551.78", "windows") == "12.4"
     # Table 3 has no Windows driver for 13.x; a 580-branch Windows driver still runs 13.0 (MVC branch)
     assert m.max_cuda_for_driver("581.15", "windows") == "13.0"
@@ -198,7 +200,8 @@ def test_torch_release_lookup(m):
     assert m.torch_release("2.1").version == "2.1"
     assert m.torch_release("3.0.0") is None
     assert m.torch_release("not a version") is None
-    assert [r.version for r in m.pytorch_releases][0] == "1.13"
+    versions = [Version(r.version) for r in m.pytorch_releases]
+    assert versions == sorted(versions) and m.torch_release(str(versions[0])) is m.pytorch_releases[0]
 
 
 def test_torch_variants(m):

@@ -322,7 +322,7 @@ def test_clash_json(capsys):
     (["--cuda", "99"], "12.1"),
     (["--cuda", "12.4", "--gpu", "sm_99"], "sm_90"),
     (["--cuda", "12.4", "--gpu", "Voodoo 5 6000"], "sm_86"),
-    (["--cuda", "12.4", "--python-version", "3.5"], "supports Python"),
+    (["--cuda", "12.4", "--python-version", "3.4"], "supports Python"),  # no torch ever had a wheel for 3.4
     (["--cpu", "--cuda", "12.1"], "--cpu"),
     (["--cuda", "12.1", "--platform", "macos-arm64"], "--cpu"),
     (["--cuda", "12.1", "--python", "3.11", "--python-version", "3.12"], "disagree"),

@@ -203,6 +203,10 @@ class _Verifier:
                             _cu_name(cuda_pin), rel.origin, meta.source))
                     continue
                 label = f"(variant {dv.name})"
+                if cuda_pin is None and not dv.nvidia_pins:
+                    # a build that carries its CUDA inside the wheel (torch before 1.13) pins no runtime wheel:
+                    # its METADATA states no CUDA to compare (the row's comes from the wheel's torch/version.py)
+                    continue
                 if cuda_pin is None:
                     self.r.compared += 1
                     self.r.disagreements.append(Disagreement("pytorch", release, f"cuda {label}", dv.cuda,

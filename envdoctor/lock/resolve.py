@@ -50,7 +50,7 @@ from envdoctor.frameworks.torch import torch_candidate
 from envdoctor.knowledge.tables import normalize_cc, parse_version
 
 FRAMEWORKS = registry.names(lockable=True)
-_PY_MINORS = [f"3.{n}" for n in range(6, 20)]
+_PY_MINORS = [f"3.{n}" for n in range(0, 20)]
 Constraints = Target  # lock's historical name for the target
 
 
