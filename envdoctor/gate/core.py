@@ -70,7 +70,7 @@ def capped_problems(problems: Sequence[Any]) -> List[Any]:
 
 def input_problems(problems: Sequence[Any], fmt: str) -> NoReturn:
     """The malformed-input problems on stderr (and as annotations on stdout for --format github), at most a few per
-    file, then BadInput (exit 2) with the last one."""
+    file, then BadInput (exit 2) with the last one (and all of them as its ``details``)."""
     problems = capped_problems(problems)
     lines = [str(p) for p in problems]
     if fmt == "github":
@@ -81,7 +81,7 @@ def input_problems(problems: Sequence[Any], fmt: str) -> NoReturn:
                                     title="envdoctor gate: input", workspace=os.environ.get("GITHUB_WORKSPACE")))
     for line in lines[:-1]:
         sys.stderr.write(f"envdoctor: error: {line}\n")
-    raise BadInput(lines[-1])
+    raise BadInput(lines[-1], details=lines)
 
 
 def build_target(matrices: Any, *, snapshot_file: Optional[str], driver: Optional[str], gpus: Sequence[str],
