@@ -40,6 +40,15 @@ def discover_inputs(folder: str = ".") -> List[str]:
     return [os.path.join(folder, n) if folder != "." else n for n in out]
 
 
+def named_inputs(files: Sequence[str]) -> List[str]:
+    """The inputs to judge: the files named, else those found in the current folder; BadInput when there are none."""
+    paths = list(files) or discover_inputs(".")
+    if not paths:
+        raise BadInput("no input files: name requirements*.txt, pyproject.toml, environment.yml, pylock.toml or uv.lock "
+                       "files (none found in the current folder)")
+    return paths
+
+
 def split_gpus(values: Optional[Iterable[str]]) -> List[str]:
     """--gpu values: each may be a comma-separated list."""
     out: List[str] = []

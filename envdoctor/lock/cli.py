@@ -69,6 +69,8 @@ def lock(cuda: Optional[str], driver: Optional[str], gpus: Tuple[str, ...], pyth
         write_stdout(run.text)
     elif run.note:
         sys.stderr.write(run.note)
+    elif run.stream == "stderr":  # nothing fits: the explanation is an error message
+        sys.stderr.write("envdoctor lock: " + run.text)
     else:
-        (sys.stderr if run.stream == "stderr" else sys.stdout).write(run.text)
+        sys.stdout.write(run.text)
     sys.exit(run.exit_code)

@@ -334,8 +334,7 @@ def run_lock(*, cuda: Optional[str] = None, driver: Optional[str] = None, gpus: 
         json_text = redact_output(render_clash(result, "json"))
         if fmt == "json":
             return LockRun(json_text, 1, json.loads(json_text))
-        return LockRun("envdoctor lock: " + redact_output(render_clash(result, fmt)), 1, json.loads(json_text),
-                       stream="stderr")
+        return LockRun(redact_output(render_clash(result, fmt)), 1, json.loads(json_text), stream="stderr")
     meta = Meta(command=_command_line(cuda, driver, gpus, python_opt if python_path else None, python_version, platform,
                                       cpu, fw_given, companions, root_dir, snapshot_file, fmt, env_name),
                 envdoctor=__version__, data_collected=m.collected, date=_today(), name=env_name,
