@@ -28,9 +28,6 @@ def check(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Op
                                      kernels=with_kernels, fmt=fmt)
     from envdoctor.formats.marks import use_color
 
-    if fmt == "sarif":  # code scanning maps a result to a file of the checkout ($GITHUB_WORKSPACE)
-        found = doctor.environment_file(snapshot_file)
-        doc.artifact = os.path.abspath(found) if os.environ.get("GITHUB_WORKSPACE") else found
     text = doctor.render_findings(doc, fmt, verbose=verbose, color=use_color(sys.stdout.isatty(), output))
     emit(text, output, force_output, redact=not no_redact, snapshot=snap)
     sys.exit(doc.exit_code)

@@ -186,7 +186,12 @@ def check_machine(python_path: Optional[str], root_dir: Optional[str], snapshot_
     report = build_report(snap, prepared=prepared, expect_cpu=expected)
     if smoke:
         fold_smoke(report, snap, prepared, python_path)
-    return findings_document(report, snap, prepared[0], strict=strict, redact=redact), snap
+    doc = findings_document(report, snap, prepared[0], strict=strict, redact=redact)
+    # the file SARIF reports the findings against (code scanning maps a result to a file of the checkout,
+    # $GITHUB_WORKSPACE); a few stat calls, so the API's report renders SARIF as the command does
+    found = environment_file(snapshot_file)
+    doc.artifact = os.path.abspath(found) if os.environ.get("GITHUB_WORKSPACE") else found
+    return doc, snap
 
 
 # The files that state a project's environment, in the order the SARIF location prefers them (docs/report.md).
