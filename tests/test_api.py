@@ -54,12 +54,17 @@ def v100_snapshot(tmp_path) -> Path:
     return path
 
 
-@pytest.fixture
-def image_root(tmp_path, monkeypatch, env) -> Path:
-    """An image root with Ubuntu 22.04's os-release and no NVIDIA tools on an empty PATH (as
-    tests/test_judgement_honesty.py builds it): probing it finds no driver."""
+def ubuntu_root(tmp_path: Path) -> Path:
+    """An image root holding Ubuntu 22.04's os-release (as tests/test_judgement_honesty.py builds it)."""
     root = tmp_path / "root"
     write(root / "etc" / "os-release", 'ID=ubuntu\nVERSION_ID="22.04"\nPRETTY_NAME="Ubuntu 22.04.4 LTS"\n')
+    return root
+
+
+@pytest.fixture
+def image_root(tmp_path, monkeypatch, env) -> Path:
+    """An Ubuntu image root and no NVIDIA tools on an empty PATH: probing it finds no driver."""
+    root = ubuntu_root(tmp_path)
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))

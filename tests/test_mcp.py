@@ -17,8 +17,8 @@ from typing import Any, Dict, List
 import pytest
 
 from tests.cli_run import one_line_error, run
-from tests.fakes import make_exe, process_gone, wait_until, write
-from tests.snapfactory import machine, torch
+from tests.fakes import make_exe, process_gone, wait_until
+from tests.test_api import ubuntu_root, v100_snapshot  # noqa: F401 (a fixture: check finds ED100 there)
 
 ROOT = Path(__file__).resolve().parent.parent
 SDK = ("mcp", "mcp_types")
@@ -26,15 +26,6 @@ SDK = ("mcp", "mcp_types")
 
 def _sdk():
     return pytest.importorskip("mcp", reason="the MCP SDK is not installed (pip install -e '.[test]' on Python 3.10+)")
-
-
-@pytest.fixture
-def snapshot(tmp_path) -> Path:
-    """A V100 on driver 470 (CUDA 11.4) with a CUDA 12.1 torch (tests/snapfactory.py): check finds ED100."""
-    path = tmp_path / "snap.json"
-    path.write_text(machine(driver="470.57.02", driver_cuda="11.4", gpus=["Tesla V100-SXM2-16GB:7.0"],
-                            frameworks=[torch("2.1.2+cu121", cuda="12.1", cudnn="8.9.2")]).to_json())
-    return path
 
 
 def session(env: Dict[str, str], calls, *extra: str) -> Any:
@@ -61,14 +52,14 @@ def text_of(result) -> str:
     return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
 
 
-def test_the_server_lists_its_tools_and_answers_check_and_explain_as_the_cli(tmp_path, snapshot):
+def test_the_server_lists_its_tools_and_answers_check_and_explain_as_the_cli(tmp_path, v100_snapshot):
     from envdoctor.schema import report_json_schema
 
     env = {"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache")}
 
     async def calls(s):
         listed = await s.list_tools()
-        check = await s.call_tool("check", {"snapshot": str(snapshot)})
+        check = await s.call_tool("check", {"snapshot": str(v100_snapshot)})
         explain = await s.call_tool("explain", {"rule": "ED100"})
         return listed, check, explain
 
@@ -80,7 +71,7 @@ def test_the_server_lists_its_tools_and_answers_check_and_explain_as_the_cli(tmp
     assert tools["explain"].input_schema["required"] == ["rule"]
     assert tools["check"].annotations.read_only_hint and not tools["lock"].annotations.read_only_hint
 
-    expected = json.loads(run("check", "--snapshot", str(snapshot), "--format", "json", env=env).stdout)
+    expected = json.loads(run("check", "--snapshot", str(v100_snapshot), "--format", "json", env=env).stdout)
     assert not check.is_error and check.structured_content == expected  # the client checked it against the schema
     assert "ED100" in text_of(check) and json.loads(check.content[-1].text) == expected
     expected = json.loads(run("explain", "ED100", "--format", "json", env=env).stdout)
@@ -114,11 +105,10 @@ def test_a_bad_call_is_a_tool_error_and_the_server_goes_on(tmp_path, tool, argum
         assert text_of(bad) == one_line_error(run("explain", "ED999", env=env)).replace("envdoctor: ", "", 1)
 
 
-def test_the_server_writes_no_file_unless_an_argument_names_one(tmp_path, snapshot):
+def test_the_server_writes_no_file_unless_an_argument_names_one(tmp_path, v100_snapshot):
     """check and probe on an image root probe for real (Ubuntu 22.04's os-release, no NVIDIA tools on PATH): the
     cache folder stays empty; lock writes only its `output`."""
-    root = tmp_path / "root"
-    write(root / "etc" / "os-release", 'ID=ubuntu\nVERSION_ID="22.04"\nPRETTY_NAME="Ubuntu 22.04.4 LTS"\n')
+    root = ubuntu_root(tmp_path)
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     cache = tmp_path / "cache"
@@ -128,8 +118,8 @@ def test_the_server_writes_no_file_unless_an_argument_names_one(tmp_path, snapsh
 
     async def calls(s):
         return [await s.call_tool("check", {"root": str(root)}), await s.call_tool("probe", {"root": str(root)}),
-                await s.call_tool("lock", {"snapshot": str(snapshot)}),
-                await s.call_tool("lock", {"snapshot": str(snapshot), "output": str(out)})]
+                await s.call_tool("lock", {"snapshot": str(v100_snapshot)}),
+                await s.call_tool("lock", {"snapshot": str(v100_snapshot), "output": str(out)})]
 
     check, probe, lock, written = session(env, calls)
     assert not (check.is_error or probe.is_error or lock.is_error or written.is_error)
@@ -143,8 +133,7 @@ def test_the_server_writes_no_file_unless_an_argument_names_one(tmp_path, snapsh
 
 def test_a_call_past_its_time_is_a_tool_error_and_its_commands_are_killed(tmp_path):
     """An nvidia-smi that hangs (a fake on PATH), probed with a long per-command timeout, under --call-timeout 2."""
-    root = tmp_path / "root"
-    write(root / "etc" / "os-release", 'ID=ubuntu\nVERSION_ID="22.04"\nPRETTY_NAME="Ubuntu 22.04.4 LTS"\n')
+    root = ubuntu_root(tmp_path)
     bindir = tmp_path / "bin"
     pidfile = tmp_path / "smi.pid"
     make_exe(bindir / "nvidia-smi", f'echo $$ > {pidfile}\nexec sleep 120')
@@ -195,10 +184,10 @@ def test_only_the_server_module_imports_the_sdk():
 
 @pytest.mark.parametrize("argv", [["--help"], ["mcp", "--help"], ["check", "--snapshot", "{snap}"],
                                   ["explain", "ED100"]], ids=lambda a: " ".join(a))
-def test_other_commands_never_load_the_sdk(argv, snapshot):
+def test_other_commands_never_load_the_sdk(argv, v100_snapshot):
     code = ("import sys\nfrom envdoctor.cli import main\n"
             "try:\n"
-            f"    main({[a.replace('{snap}', str(snapshot)) for a in argv]!r})\n"
+            f"    main({[a.replace('{snap}', str(v100_snapshot)) for a in argv]!r})\n"
             "except SystemExit:\n    pass\n"
             f"print('--loaded--', sorted(m for m in sys.modules if m.split('.')[0] in {SDK!r}))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT), timeout=300)
