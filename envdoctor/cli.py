@@ -39,6 +39,7 @@ COMMANDS: Dict[str, Tuple[str, str]] = {
     "gate": ("envdoctor.gate.cli", "gate"),
     "onboard": ("envdoctor.onboard.cli", "onboard"),
     "fleet": ("envdoctor.fleet.cli", "fleet"),
+    "mcp": ("envdoctor.mcpserver.cli", "mcp"),
 }
 SUMMARIES: Dict[str, str] = {
     "check": "Judge the machine: findings with IDs, evidence and fixes.",
@@ -58,6 +59,8 @@ SUMMARIES: Dict[str, str] = {
                "NVIDIA GPU) -> create a venv (pip or uv) or conda environment -> install the lock -> smoke-test it "
                "-> write a Markdown and an HTML report in the environment.",
     "fleet": "Many nodes: ingest their snapshots, group them by configuration, gate an install against all of them.",
+    "mcp": "Serve check, probe, explain, lock, gate and rules as tools of an MCP server on stdio, for AI assistants "
+           "(needs the optional extra: pip install 'envdoctor[mcp]').",
 }
 
 

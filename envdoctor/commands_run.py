@@ -23,27 +23,11 @@ def check(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Op
           output: Optional[str], force_output: bool, with_smoke: bool, expect_cpu: Tuple[str, ...],
           with_kernels: bool) -> None:
     """`envdoctor check`: judge the machine, write the report, exit 0 / 1 (envdoctor.errors)."""
-    if with_smoke and (snapshot_file or root_dir):
-        raise BadInput("--smoke runs the frameworks of a live environment: it cannot be combined with --snapshot or --root")
-    # probing starts now (a forked child, or its first commands) and runs while the rules are imported (issue 18)
-    doctor.prefetch(python_path, root_dir, snapshot_file, timeout, kernels=with_kernels)
+    doc, snap = doctor.check_machine(python_path, root_dir, snapshot_file, timeout, strict=strict, only=only, skip=skip,
+                                     redact=not no_redact, smoke=with_smoke, expect_cpu=expect_cpu,
+                                     kernels=with_kernels, fmt=fmt)
     from envdoctor.formats.marks import use_color
 
-    expected = doctor.expected_on_cpu(expect_cpu)
-    # Rules are selected first so a bad --only fails before any probing. (Loading the rules in a
-    # thread beside the probes was measured slower: both are CPU-bound Python, and the GIL
-    # ping-pong cost more than the subprocess waits it hid.)
-    prepared = doctor.prepare_judgement(doctor.split_ids(only), doctor.split_ids(skip),
-                                        "check --smoke" if with_smoke else "check")
-    doctor.prepare_while_probing(fmt)
-    snap = doctor.obtain_snapshot(python_path, root_dir, snapshot_file, timeout, kernels=with_kernels)
-    report = doctor.build_report(snap, prepared=prepared, expect_cpu=expected)
-    if with_smoke:
-        doctor.fold_smoke(report, snap, prepared, python_path)
-    doc = doctor.findings_document(report, snap, prepared[0], strict=strict, redact=not no_redact)
-    if fmt == "sarif":  # code scanning maps a result to a file of the checkout ($GITHUB_WORKSPACE)
-        found = doctor.environment_file(snapshot_file)
-        doc.artifact = os.path.abspath(found) if os.environ.get("GITHUB_WORKSPACE") else found
     text = doctor.render_findings(doc, fmt, verbose=verbose, color=use_color(sys.stdout.isatty(), output))
     emit(text, output, force_output, redact=not no_redact, snapshot=snap)
     sys.exit(doc.exit_code)

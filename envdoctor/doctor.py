@@ -162,6 +162,38 @@ def redact_findings(report: Any, snap: Any) -> None:
         for f in report.findings]
 
 
+def check_machine(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Optional[str], timeout: float,
+                  *, strict: bool = False, only: Iterable[str] = (), skip: Iterable[str] = (), redact: bool = True,
+                  smoke: bool = False, expect_cpu: Iterable[str] = (), kernels: bool = False, fmt: str = "text",
+                  snap: Any = None, early: bool = True) -> Tuple[Any, Any]:
+    """`check`'s judgement, for the command and the Python API alike: (the findings document, the snapshot
+    judged). `snap`: a snapshot already in hand (the API's), judged instead of probing. `early`: start probing
+    before the rules are imported (:func:`prefetch`; the API, called again and again in one process, probes where
+    it is). `fmt`: the format the caller will render, imported while the machine is probed."""
+    if smoke and (snapshot_file or root_dir or snap is not None):
+        raise BadInput("--smoke runs the frameworks of a live environment: it cannot be combined with --snapshot or --root")
+    if snap is None and early:
+        # probing starts now (a forked child, or its first commands) and runs while the rules are imported (issue 18)
+        prefetch(python_path, root_dir, snapshot_file, timeout, kernels=kernels)
+    expected = expected_on_cpu(expect_cpu)
+    # Rules are selected first so a bad --only fails before any probing. (Loading the rules in a
+    # thread beside the probes was measured slower: both are CPU-bound Python, and the GIL
+    # ping-pong cost more than the subprocess waits it hid.)
+    prepared = prepare_judgement(split_ids(only), split_ids(skip), "check --smoke" if smoke else "check")
+    prepare_while_probing(fmt)
+    if snap is None:
+        snap = obtain_snapshot(python_path, root_dir, snapshot_file, timeout, kernels=kernels)
+    report = build_report(snap, prepared=prepared, expect_cpu=expected)
+    if smoke:
+        fold_smoke(report, snap, prepared, python_path)
+    doc = findings_document(report, snap, prepared[0], strict=strict, redact=redact)
+    # the file SARIF reports the findings against (code scanning maps a result to a file of the checkout,
+    # $GITHUB_WORKSPACE); a few stat calls, so the API's report renders SARIF as the command does
+    found = environment_file(snapshot_file)
+    doc.artifact = os.path.abspath(found) if os.environ.get("GITHUB_WORKSPACE") else found
+    return doc, snap
+
+
 # The files that state a project's environment, in the order the SARIF location prefers them (docs/report.md).
 ENVIRONMENT_FILES = ("envdoctor.toml", "pyproject.toml", "requirements.txt", "environment.yml", "environment.yaml",
                      "uv.lock", "pylock.toml", "setup.cfg", "setup.py")

@@ -7,6 +7,8 @@ Exit codes (documented in README and docs/cli.md):
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
@@ -17,11 +19,24 @@ class EnvdoctorError(Exception):
 
     exit_code = EXIT_USAGE
 
-    def __init__(self, message: str, exit_code: int | None = None) -> None:
+    def __init__(self, message: str, exit_code: int | None = None, details: Sequence[str] = ()) -> None:
         super().__init__(message)
         if exit_code is not None:
             self.exit_code = exit_code
+        # every problem behind the one line (gate's malformed inputs: the CLI prints them first, a caller of the
+        # Python API or an MCP client reads them here); the message is the last of them
+        self.details = tuple(details) or (message,)
 
 
 class BadInput(EnvdoctorError):
     """A file, path or interpreter the user named cannot be used."""
+
+
+# The package index's failures: defined here, with the other kinds, so that the Python API exports them without
+# importing the index client (envdoctor.knowledge.index raises them and re-exports them).
+class IndexUnavailable(EnvdoctorError):
+    """The package index cannot be used (offline, refused, timed out, HTTP error, garbage)."""
+
+
+class NoIndexConfigured(EnvdoctorError):
+    """Neither pip's configuration nor the command line names an index."""

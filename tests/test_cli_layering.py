@@ -24,7 +24,7 @@ PACKAGE = ROOT / "envdoctor"
 # the command line: every command's cli.py, the group, check / rules / explain, the entry point (envdoctor.entry, whose
 # fast door reaches click and envdoctor.cli only inside functions), the shared options
 CLI_MODULES = {"envdoctor.cli", "envdoctor.commands", "envdoctor.__main__", "envdoctor.entry", "envdoctor.cli_options"}
-HEAVY = ("probes", "gate", "lock", "fleet", "smoke", "onboard")
+HEAVY = ("probes", "gate", "lock", "fleet", "smoke", "onboard", "mcpserver")
 
 
 def module_name(path: Path) -> str:

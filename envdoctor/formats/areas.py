@@ -2,9 +2,15 @@
 with what the snapshot says about it, or why a probe behind it could not answer."""
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
+from envdoctor.formats.marks import mark, state
+from envdoctor.records import dataclass, field
+from envdoctor.rules.base import AREAS, SEVERITY_RANK, Finding
 from envdoctor.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from envdoctor.formats.interface import FindingsDoc
 
 AREA_TITLE = {
     "platform": "Platform", "driver": "NVIDIA driver", "gpu": "GPUs", "toolkit": "CUDA toolkit", "cudnn": "cuDNN",
@@ -125,3 +131,75 @@ def known_summary(area: str, snap: Snapshot) -> Optional[str]:
             return None
         return f"{py.version} at {py.executable}" if py.version else py.executable
     return None
+
+
+# --------------------------------------------------------------------------- check's summary, for every format that draws it
+
+
+@dataclass
+class AreaLine:
+    """One area of check's summary: its title, what the snapshot says, its state (the worst severity that counts,
+    "ok" otherwise), its mark, the findings under it and those about it shown under another area."""
+
+    area: str
+    title: str
+    summary: Optional[str]
+    state: str
+    sign: str
+    findings: List[Finding] = field(default_factory=list)
+    others: List[Finding] = field(default_factory=list)
+
+
+def area_lines(doc: "FindingsDoc") -> List[AreaLine]:
+    """check's summary by area, as text and the notebook view draw it (areas with nothing to say are left out)."""
+    snap = doc.machine
+    by_area: Dict[str, List[Finding]] = {a: [] for a in AREAS}
+    elsewhere: Dict[str, List[Finding]] = {}  # framework area -> findings about it shown under another area
+    for x in doc.items:
+        by_area.setdefault(x.finding.area, []).append(x.finding)
+        about = framework_area(x.finding.subject)
+        if about and about != x.finding.area:
+            elsewhere.setdefault(about, []).append(x.finding)
+    out: List[AreaLine] = []
+    for area in AREAS:
+        found = by_area.get(area, [])
+        summary = area_summary(area, snap)
+        if summary is None and not found:
+            continue
+        # a framework's line is never fine while a finding about it (shown under GPUs, say) is not
+        others = [f for f in elsewhere.get(area, []) if SEVERITY_RANK.get(f.severity, 0) >= SEVERITY_RANK["warning"]]
+        worst = state([f.severity for f in found] + [f.severity for f in others])
+        if failed_probes(area, snap) and SEVERITY_RANK[worst] < SEVERITY_RANK["warning"]:
+            worst = "warning"  # a part envdoctor could not determine is never shown as fine
+        # an absence (no driver on a CPU machine) is not ticked as fine: a neutral mark, unless a finding says more
+        sign = "-" if worst == "ok" and absent(area, snap) else mark(worst)
+        out.append(AreaLine(area, AREA_TITLE.get(area, area), summary, worst, sign, found, others))
+    return out
+
+
+@dataclass
+class Verdict:
+    """check's last word: its severity ("error", "warning" or "ok"), the sentence, what could not be determined."""
+
+    severity: str
+    text: str
+    unknown: List[str] = field(default_factory=list)
+
+
+def verdict(doc: "FindingsDoc") -> Verdict:
+    from envdoctor.rules.summary import PROBE_FACTS, unanswered
+
+    errors, warnings = doc.count("error"), doc.count("warning")
+    unknown = [f"{PROBE_FACTS.get(p.name, (f'the {p.name} part of the machine',))[0]} ({p.name} probe: "
+               f"{p.reason or p.status})" for p in unanswered(doc.machine)]
+    if errors or warnings:
+        parts = []
+        if errors:
+            parts.append(f"{errors} error{'s' if errors != 1 else ''}")
+        if warnings:
+            parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
+        return Verdict("error" if errors else "warning", f"Doctor found {' and '.join(parts)}.", unknown)
+    if not unknown:
+        return Verdict("ok", "No issues found!")
+    # ED002 ignored, say: what could not be determined is still no all-clear
+    return Verdict("warning", "No issues found in what envdoctor could determine.", unknown)

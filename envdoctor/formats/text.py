@@ -6,14 +6,13 @@ finding at the input line it is about. Marks and colours come from envdoctor.for
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List
+from typing import Callable, List
 
-from envdoctor.formats.areas import AREA_TITLE, absent, area_summary, failed_probes, framework_area
+from envdoctor.formats.areas import AREA_TITLE, area_lines, verdict
 from envdoctor.formats.interface import FindingsDoc, Item, RenderOptions, plan_view, sorted_items, where
-from envdoctor.formats.marks import mark, state, styler
+from envdoctor.formats.marks import mark, styler
 from envdoctor.formats.safe_text import printable
-from envdoctor.rules.base import AREAS, SEVERITY_RANK, Finding
-from envdoctor.rules.summary import PROBE_FACTS, unanswered
+from envdoctor.rules.base import Finding
 
 name = "text"
 description = "for people: check's area lines (flutter doctor style), gate's plan per input; colour on a terminal"
@@ -38,50 +37,17 @@ def render(doc: FindingsDoc, options: RenderOptions) -> str:
 
 
 def _machine_text(doc: FindingsDoc, verbose: bool, style: Style) -> str:
-    snap = doc.machine
-    by_area: Dict[str, List[Finding]] = {a: [] for a in AREAS}
-    elsewhere: Dict[str, List[Finding]] = {}  # framework area -> findings about it shown under another area
-    for x in doc.items:
-        by_area.setdefault(x.finding.area, []).append(x.finding)
-        about = framework_area(x.finding.subject)
-        if about and about != x.finding.area:
-            elsewhere.setdefault(about, []).append(x.finding)
     lines: List[str] = ["Doctor summary" + ("" if verbose else " (run with -v for the evidence):")]
-    for area in AREAS:
-        found = by_area.get(area, [])
-        summary = area_summary(area, snap)
-        if summary is None and not found:
-            continue
-        # a framework's line is never fine while a finding about it (shown under GPUs, say) is not
-        others = [f for f in elsewhere.get(area, []) if SEVERITY_RANK.get(f.severity, 0) >= SEVERITY_RANK["warning"]]
-        worst = state([f.severity for f in found] + [f.severity for f in others])
-        if failed_probes(area, snap) and SEVERITY_RANK[worst] < SEVERITY_RANK["warning"]:
-            worst = "warning"  # a part envdoctor could not determine is never shown as fine
-        # an absence (no driver on a CPU machine) is not ticked as fine: a neutral mark, unless a finding says more
-        sign = "-" if worst == "ok" and absent(area, snap) else mark(worst)
-        head = f"[{sign}] {AREA_TITLE.get(area, area)}" + (f": {summary}" if summary else "")
-        lines.append(style(head, worst))
-        for f in found:
+    for row in area_lines(doc):
+        lines.append(style(f"[{row.sign}] {row.title}" + (f": {row.summary}" if row.summary else ""), row.state))
+        for f in row.findings:
             lines.extend(_finding_lines(f, verbose, style))
-        for f in others:
+        for f in row.others:
             lines.append(style(f"    {mark(f.severity)} see {f.id} under {AREA_TITLE.get(f.area, f.area)}", f.severity))
-    errors, warnings = doc.count("error"), doc.count("warning")
-    unknown = [f"{PROBE_FACTS.get(p.name, (f'the {p.name} part of the machine',))[0]} ({p.name} probe: "
-               f"{p.reason or p.status})" for p in unanswered(snap)]
+    end = verdict(doc)
     lines.append("")
-    if errors or warnings:
-        parts = []
-        if errors:
-            parts.append(f"{errors} error{'s' if errors != 1 else ''}")
-        if warnings:
-            parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
-        sev = "error" if errors else "warning"
-        lines.append(style(f"{mark(sev)} Doctor found {' and '.join(parts)}.", sev))
-    elif not unknown:
-        lines.append(style("• No issues found!", "ok"))
-    else:  # ED002 ignored, say: what could not be determined is still no all-clear
-        lines.append(style(f"{mark('warning')} No issues found in what envdoctor could determine.", "warning"))
-    for what in unknown:
+    lines.append(style(f"{mark(end.severity) if end.severity != 'ok' else '•'} {end.text}", end.severity))
+    for what in end.unknown:
         lines.append(style(f"  not known: {what}", "warning"))
     if doc.data_collected:
         lines.append(printable(f"  (compatibility data collected {doc.data_collected})"))

@@ -15,3 +15,8 @@ envdoctor/rules/gate_rules.py) read the plan from ``Context.extra["gate"]`` and 
 See docs/gate.md.
 """
 from __future__ import annotations
+
+# envdoctor.gate(...) is the Python API's gate() (envdoctor.api): the package answers a call as the function
+from envdoctor.packages import call_as
+
+call_as(__name__)

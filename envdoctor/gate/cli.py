@@ -17,9 +17,8 @@ from envdoctor.cli_options import Seconds, complete_rule_ids, force_option, form
 from envdoctor.doctor import split_ids
 from envdoctor.emit import emit
 from envdoctor.progress import Status
-from envdoctor.errors import BadInput
 from envdoctor.formats.marks import use_color
-from envdoctor.gate.core import discover_inputs, run_gate, split_gpus
+from envdoctor.gate.core import named_inputs, run_gate, split_gpus
 from envdoctor.gate.render import render
 from envdoctor.target_options import python_target
 
@@ -69,10 +68,7 @@ def gate(files: Tuple[str, ...], snapshot_file: Optional[str], python_opt: Optio
     The target is this machine (probed), a saved --snapshot, or stated facts
     (--driver 535.104.05 --gpu sm_80 --python-version 3.11 --platform linux-x86_64, --cuda 12.4, or --cpu).
     Exit 0 ok, 1 error (--strict: or warning), 2 usage or malformed input."""
-    paths = list(files) or discover_inputs(".")
-    if not paths:
-        raise BadInput("no input files: name requirements*.txt, pyproject.toml, environment.yml, pylock.toml or uv.lock "
-                       "files (none found in the current folder)")
+    paths = named_inputs(files)
     python_path, python_version = python_target(python_opt, python_version)
     with Status() as status:
         result = run_gate(paths, snapshot_file=snapshot_file, driver=driver, gpus=split_gpus(gpus), python_opt=python_path,

@@ -40,6 +40,15 @@ def discover_inputs(folder: str = ".") -> List[str]:
     return [os.path.join(folder, n) if folder != "." else n for n in out]
 
 
+def named_inputs(files: Sequence[str]) -> List[str]:
+    """The inputs to judge: the files named, else those found in the current folder; BadInput when there are none."""
+    paths = list(files) or discover_inputs(".")
+    if not paths:
+        raise BadInput("no input files: name requirements*.txt, pyproject.toml, environment.yml, pylock.toml or uv.lock "
+                       "files (none found in the current folder)")
+    return paths
+
+
 def split_gpus(values: Optional[Iterable[str]]) -> List[str]:
     """--gpu values: each may be a comma-separated list."""
     out: List[str] = []
@@ -70,7 +79,7 @@ def capped_problems(problems: Sequence[Any]) -> List[Any]:
 
 def input_problems(problems: Sequence[Any], fmt: str) -> NoReturn:
     """The malformed-input problems on stderr (and as annotations on stdout for --format github), at most a few per
-    file, then BadInput (exit 2) with the last one."""
+    file, then BadInput (exit 2) with the last one (and all of them as its ``details``)."""
     problems = capped_problems(problems)
     lines = [str(p) for p in problems]
     if fmt == "github":
@@ -81,7 +90,7 @@ def input_problems(problems: Sequence[Any], fmt: str) -> NoReturn:
                                     title="envdoctor gate: input", workspace=os.environ.get("GITHUB_WORKSPACE")))
     for line in lines[:-1]:
         sys.stderr.write(f"envdoctor: error: {line}\n")
-    raise BadInput(lines[-1])
+    raise BadInput(lines[-1], details=lines)
 
 
 def build_target(matrices: Any, *, snapshot_file: Optional[str], driver: Optional[str], gpus: Sequence[str],

@@ -38,7 +38,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from envdoctor.errors import EnvdoctorError
+from envdoctor.errors import IndexUnavailable, NoIndexConfigured
 from envdoctor.facts.platform import marker_env_for
 
 # Retry policy for http(s): attempts = 1 + RETRIES, sleeping BACKOFF * 2**i between them.
@@ -54,14 +54,6 @@ NO_INDEX_MESSAGE = "no package index configured; pass --index-url or set PIP_IND
 
 _MANYLINUX_X86_64 = re.compile(r"^manylinux(1|2010|2014|_\d+_\d+)_x86_64$")
 _CPYTHON = re.compile(r"^cp(\d)(\d+)$")
-
-
-class IndexUnavailable(EnvdoctorError):
-    """The package index cannot be used (offline, refused, timed out, HTTP error, garbage)."""
-
-
-class NoIndexConfigured(EnvdoctorError):
-    """Neither pip's configuration nor the command line names an index."""
 
 
 class _PastDeadline(Exception):

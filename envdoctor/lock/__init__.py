@@ -28,3 +28,8 @@ def __getattr__(name: str) -> Any:
     import importlib
 
     return getattr(importlib.import_module(f"envdoctor.lock.{mod}"), name)
+
+# envdoctor.lock(...) is the Python API's lock() (envdoctor.api): the package answers a call as the function
+from envdoctor.packages import call_as  # noqa: E402
+
+call_as(__name__)

@@ -3,22 +3,28 @@ writing a lock file, and re-checking one (envdoctor.lock.cli translates the opti
 platform the same way)."""
 from __future__ import annotations
 
+import datetime
+import json
+import os
 import shlex
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from envdoctor import __version__
 from envdoctor.doctor import obtain_snapshot
 from envdoctor.errors import BadInput
 from envdoctor.facts.platform import platform_key
 from envdoctor.infile import read_text_or_bad_input
-from envdoctor.knowledge import normalize_cc
-from envdoctor.lock.render import parse_lock
+from envdoctor.knowledge import load_matrices, normalize_cc
+from envdoctor.lock.render import Meta, parse_lock, render, render_clash
 from envdoctor.lock.resolve import COMPANIONS, PLATFORMS, Constraints, FrameworkRequest, GpuTarget, check, resolve
 from envdoctor.outfile import exists, same_as, write_output
 from envdoctor.outfile import resolve as resolve_output
 from envdoctor.redact import redact_output
 from envdoctor.snapshot_io import dump_json
-from envdoctor.target_options import CC_TEXT, PLATFORM_CHOICES, python_series, resolve_gpu
+from envdoctor.records import dataclass
+from envdoctor.target_options import (CC_TEXT, PLATFORM_CHOICES, check_glibc, driver_os, python_series, python_target,
+                                      resolve_driver, resolve_gpu)
 
 
 
@@ -196,9 +202,10 @@ def is_lock(text: str) -> bool:
 
 
 def check_lock(m: Any, path: str, target: Any, machine: Any, fmt: str, given: Dict[str, bool],
-               source: Sequence[str] = ()) -> Tuple[str, int]:
-    """lock --check FILE: does the lock still fit the target? (the answer's text, 0 it fits / 1 it does not); when
-    it does not, the command that re-locks for the target (``source``: the options naming the machine read)."""
+               source: Sequence[str] = ()) -> Tuple[str, int, Dict[str, Any]]:
+    """lock --check FILE: does the lock still fit the target? (the answer's text in `fmt`, 0 it fits / 1 it does
+    not, the answer as JSON data); when it does not, the command that re-locks for the target (``source``: the
+    options naming the machine read)."""
     text = read_text_or_bad_input(path, "--check")
     result = judge_lock(m, path, text, target, machine, given)
     relock = None
@@ -206,12 +213,13 @@ def check_lock(m: Any, path: str, target: Any, machine: Any, fmt: str, given: Di
         parsed = parse_lock(text, where=path)
         rec = parsed.record if isinstance(parsed.record, dict) else {}
         relock = _relock(m, path, parsed, rec, target, machine, source)
+    data = result.to_dict()
+    data["file"] = path
+    data["target"] = target.to_dict()
+    data["relock"] = relock
+    json_text = redact_output(dump_json(data))
     if fmt == "json":
-        data = result.to_dict()
-        data["file"] = path
-        data["target"] = target.to_dict()
-        data["relock"] = relock
-        text = dump_json(data)
+        text = json_text
     elif result.ok:
         text = f"{path} fits: {', '.join(c.label for c in result.picks)}"
     else:
@@ -223,7 +231,7 @@ def check_lock(m: Any, path: str, target: Any, machine: Any, fmt: str, given: Di
             lines += ["no lock of these frameworks fits this target; this says which constraints clash:",
                       f"  $ {relock['command'].rsplit(' -o ', 1)[0]}"]
         text = "\n".join(lines)
-    return redact_output(text), 0 if result.ok else 1
+    return redact_output(text), 0 if result.ok else 1, json.loads(json_text)
 
 
 def check_lock_on(m: Any, path: str, text: str, snap: Any, where: str) -> Any:
@@ -260,3 +268,115 @@ def judge_lock(m: Any, path: str, text: str, target: Any, machine: Any, given: D
                                f"{', '.join(c.label for c in result.picks if c.kind == 'cuda')} cannot run")
         result.ok = False
     return result
+
+
+# --------------------------------------------------------------------------- the command, without the command line
+
+
+@dataclass
+class LockRun:
+    """What `envdoctor lock` answers: ``text`` (the lock in the format asked for, the clash explained, or --check's
+    verdict) for ``stream`` ("stdout" or "stderr", where the CLI writes it), the exit code, and the same answer as
+    JSON data (the lock's, the clash's or --check's ``--format json``). ``note``: the line after ``-o FILE``."""
+
+    text: str
+    exit_code: int
+    data: Dict[str, Any]
+    stream: str = "stdout"
+    note: str = ""
+
+
+def run_lock(*, cuda: Optional[str] = None, driver: Optional[str] = None, gpus: Sequence[str] = (),
+             python_opt: Optional[str] = None, python_version: Optional[str] = None, platform: Optional[str] = None,
+             glibc: Optional[str] = None, cpu: bool = False, companions: Optional[str] = None,
+             root_dir: Optional[str] = None, snapshot_file: Optional[str] = None, timeout: float = 5.0,
+             fmt: str = "requirements", env_name: Optional[str] = None, output: Optional[str] = None,
+             force: bool = False, check_file: Optional[str] = None,
+             frameworks: Optional[Dict[str, Optional[str]]] = None) -> LockRun:
+    """`envdoctor lock`'s body: `frameworks` maps a lockable framework's name to its SPEC ("" for any version; a
+    name left out, or None, is not asked for). BadInput for a bad target or usage; a lock that fits nothing is an
+    answer (exit code 1), not an exception."""
+    from envdoctor.frameworks.registry import names
+
+    lockable = names(lockable=True)
+    unknown = sorted(set(frameworks or {}) - set(lockable))
+    if unknown:
+        raise BadInput(f"unknown framework {unknown[0]!r} to lock; frameworks: {', '.join(lockable)}")
+    python_path, python_version = python_target(python_opt, python_version)
+    fw_given: Dict[str, Optional[str]] = {name: (frameworks or {}).get(name) for name in lockable}
+    if check_file:
+        if output or force:
+            raise BadInput("--check reads FILE and writes nothing; it cannot be combined with -o / --force")
+        if any(v is not None for v in fw_given.values()) or companions is not None or env_name:
+            raise BadInput("--check verifies the pins already in FILE; "
+                           + " / ".join(f"--{n}" for n in lockable) + " / --companions / --name do not apply")
+    if force and not output:
+        raise BadInput("--force only applies with -o FILE")
+
+    # lock picks from its own build tables, which are not narrowed by glibc: the value is checked, not used
+    check_glibc(glibc, platform)
+    m = load_matrices()
+    if driver:
+        driver = resolve_driver(m, driver, driver_os(platform))
+    target, machine = build_target(m, cuda=cuda, driver=driver, gpus=gpus, python_path=python_path,
+                                   python_version=python_version, platform=platform, cpu=cpu, root_dir=root_dir,
+                                   snapshot_file=snapshot_file, timeout=timeout, frameworks=fw_given,
+                                   companions=companions, for_check=bool(check_file))
+    if check_file:
+        source = [a for flag, value in (("--python", python_path), ("--root", root_dir), ("--snapshot", snapshot_file))
+                  if value for a in (flag, str(value))]
+        text, rc, data = check_lock(m, check_file, target, machine, fmt,
+                                    given=given(cuda, driver, gpus, python_version, platform), source=source)
+        return LockRun(text, rc, data)
+
+    result = resolve(target, m)
+    if not result.ok:
+        json_text = redact_output(render_clash(result, "json"))
+        if fmt == "json":
+            return LockRun(json_text, 1, json.loads(json_text))
+        return LockRun(redact_output(render_clash(result, fmt)), 1, json.loads(json_text), stream="stderr")
+    meta = Meta(command=_command_line(cuda, driver, gpus, python_opt if python_path else None, python_version, platform,
+                                      cpu, fw_given, companions, root_dir, snapshot_file, fmt, env_name),
+                envdoctor=__version__, data_collected=m.collected, date=_today(), name=env_name,
+                data_warnings=list(m.warnings), conda_channels=list(m.conda))
+    text = redact_output(render(result, fmt, meta))
+    json_text = text if fmt == "json" else redact_output(render(result, "json", meta))
+    run = LockRun(text, 0, json.loads(json_text))
+    if output:
+        written = write_lock(output, text, force)
+        run.note = (f"envdoctor lock: {'wrote' if written else 'unchanged'} {output}: {result.summary()}"
+                    + (" (not known to fit: facts the data lacks)" if result.unknown else "") + "\n")
+    return run
+
+
+def _today() -> str:
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch and epoch.strip().isdigit():
+        return datetime.datetime.fromtimestamp(int(epoch), tz=datetime.timezone.utc).date().isoformat()
+    return datetime.datetime.now(tz=datetime.timezone.utc).date().isoformat()
+
+
+def _command_line(cuda: Optional[str], driver: Optional[str], gpus: Sequence[str], python_path: Optional[str],
+                  python_version: Optional[str], platform: Optional[str], cpu: bool, fws: Dict[str, Optional[str]],
+                  companions: Optional[str], root_dir: Optional[str], snapshot_file: Optional[str], fmt: str,
+                  env_name: Optional[str]) -> str:
+    args: List[str] = ["envdoctor", "lock"]
+    for flag, value in (("--cuda", cuda), ("--driver", driver), ("--python", python_path),
+                        ("--python-version", python_version), ("--platform", platform), ("--root", root_dir),
+                        ("--snapshot", snapshot_file)):
+        if value:
+            args += [flag, str(value)]
+    for g in gpus or ():
+        args += ["--gpu", g]
+    if cpu:
+        args.append("--cpu")
+    for name, spec in fws.items():
+        if spec is not None:
+            args.append(f"--{name}" if spec == "" else f"--{name}={spec}")
+    if companions is not None:
+        args += ["--companions", companions]
+    if fmt != "requirements":
+        args += ["--format", fmt]
+    if env_name:
+        args += ["--name", env_name]
+    return " ".join(shlex.quote(a) for a in args)

@@ -17,7 +17,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from envdoctor import cache
 from envdoctor.errors import BadInput
@@ -52,13 +52,20 @@ def resolve_target(ctx: ProbeContext) -> Tuple[str, bool, str]:
     """(interpreter, explicit, how it was chosen)."""
     if ctx.target_python:
         return ctx.target_python, True, "--python"
+    found, how = default_interpreter(ctx.env)
+    return found, False, how
+
+
+def default_interpreter(env: Mapping[str, str]) -> Tuple[str, str]:
+    """(interpreter, how it was chosen) when none is named: the active environment's ($VIRTUAL_ENV, then
+    $CONDA_PREFIX), else this interpreter."""
     for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
-        prefix = ctx.env.get(var)
+        prefix = env.get(var)
         if prefix:
             found = _interpreter_in(prefix)
             if found:
-                return found, False, f"env:{var}"
-    return sys.executable, False, "envdoctor's own interpreter"
+                return found, f"env:{var}"
+    return sys.executable, "envdoctor's own interpreter"
 
 
 def _one_line(text: str, limit: int = 200) -> str:
