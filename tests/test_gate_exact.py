@@ -154,6 +154,9 @@ def test_a_uv_project_under_another_file_name_is_resolved_and_its_path_sources_n
     ("ERROR: Building source distributions is disabled for jax", "needs-build", None),
     ("  cause: Because TORCH==9.9 Has No Wheels With A Matching Python ABI Tag (e.g., `cp310`)", "failed", "python"),
     ("  cause: Because there is no version of torch==2.3.0+cu121 and you require it", "failed", "missing"),
+    # uv wraps its report at the width it finds (COLUMNS, else 80): a cause cut over two lines is still read
+    ("  ╰─▶ Because tensorflow==1.13.1 has no wheels with a matching Python ABI\n      tag (e.g., `cp310`) and you"
+     " require tensorflow==1.13.1, we can conclude ...", "failed", "python"),
     ("ERROR: No matching distribution found for torch==2.3.0+cu121", "failed", "unstated"),
 ])
 def test_the_resolvers_words_are_read_whatever_their_case_and_only_what_they_state(said, status, cause):

@@ -306,6 +306,8 @@ def resolve_unit(unit: InputUnit, reqs: Sequence[InputRequirement], *, python: s
     if found is None or unit.kind not in _RESOLVED_KINDS:
         return None
     tool, prefix = found
+    # uv wraps its report to COLUMNS (else 80 columns): one line per statement keeps its causes and its words whole
+    environ["COLUMNS"] = "4000"
     limit = timeout or float(environ.get("ENVDOCTOR_GATE_RESOLVE_TIMEOUT") or DEFAULT_TIMEOUT)
     text, cons, left = resolver_input(unit, reqs)
     with tempfile.TemporaryDirectory(prefix="envdoctor-gate-") as tmp:
@@ -389,9 +391,11 @@ def _failure(out: Resolution, text: str) -> Resolution:
     without regard to case: the resolvers' wording is not an interface)."""
     clean = "\n".join(line.rstrip() for line in text.splitlines() if line.strip() and not line.startswith("WARNING:"))
     out.message = clean.strip()
+    # uv wraps its report to the width it finds (COLUMNS, else 80): a cause can be cut over two lines
+    flat = re.sub(r"\s*\n\s*", " ", clean)
     causes: Dict[str, str] = {}
     for cause, rx in _UV_CAUSES:
-        for m in rx.finditer(clean):
+        for m in rx.finditer(flat):
             name = _canon(m.group(1))
             if name and name not in causes:
                 causes[name] = cause
