@@ -210,6 +210,11 @@ SPECS: Dict[str, Dict[str, RowSpec]] = {
                  cudnn_min="version", driver_min="version", cc_min="cc"),
             dict(pjrt="str", cuda_runtime="spec", note="text"),
             ("jax", "name"), lambda r: (Version(r["jax"]), r["name"])),
+        "jaxlib": RowSpec(
+            _req(version="version", last="version", python="spec"),
+            dict(cuda="list_version", cudnn="dict_version", arch_list="list_sm", arch_source="text",
+                 arch_verified="text", note="text"),
+            ("version",), _vkey("version")),
     },
     "cudnn": {
         "release": RowSpec(
@@ -624,6 +629,13 @@ def build_jax(mt: MergedTable, warnings: List[str]) -> List[T.JaxRelease]:
         if v not in known:
             for p in ps.values():
                 warnings.append(f"{p.origin}: [[plugin]] {p.jax} {p.name}: no [[release]] {p.jax}; row skipped")
+    out.sort(key=lambda r: Version(r.version))
+    return out
+
+
+def build_jaxlib(mt: MergedTable) -> List[T.JaxlibSeries]:
+    """The [[jaxlib]] rows (jaxlib releases that carried their CUDA build themselves), ascending."""
+    out = [_kw(T.JaxlibSeries, r.data, r.origin) for r in mt.rows.get("jaxlib", [])]
     out.sort(key=lambda r: Version(r.version))
     return out
 

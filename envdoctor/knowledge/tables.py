@@ -457,6 +457,37 @@ class JaxPlugin(_Row):
 
 
 @dataclass(frozen=True)
+class JaxlibSeries(_Row):
+    """jaxlib releases ``version`` .. ``last`` whose CUDA builds were jaxlib itself (``+cuda111``,
+    ``+cuda11.cudnn82``), before the CUDA plugins: the Pythons of their wheels, the CUDA X.Y of their builds,
+    the cuDNN each CUDA X.Y was built with (where the label does not say it) and the compute capabilities of
+    the CUDA kernels compiled into jaxlib (XLA generates the rest for the GPU it runs on)."""
+
+    version: str  # first jaxlib release of the row
+    last: str  # last jaxlib release of the row (inclusive)
+    python: str
+    source: str
+    verified: str
+    cuda: List[str] = field(default_factory=list)
+    cudnn: Dict[str, str] = field(default_factory=dict)  # CUDA X.Y of the label -> cuDNN built with
+    arch_list: List[str] = field(default_factory=list)
+    arch_source: Optional[str] = None
+    arch_verified: Optional[str] = None
+    note: Optional[str] = None
+    origin: str = ""
+
+    def covers(self, version: str) -> bool:
+        v = parse_version(version)
+        return v is not None and Version(self.version) <= Version(v.public) <= Version(self.last)
+
+    @property
+    def cc_min(self) -> Optional[str]:
+        """The lowest compute capability its compiled kernels serve (None when the list is unknown)."""
+        ccs = sorted(Version(cc) for cc in (normalize_cc(a) for a in self.arch_list) if cc)
+        return str(ccs[0]) if ccs else None
+
+
+@dataclass(frozen=True)
 class JaxRelease(_Row):
     version: str  # "0.4.30"
     jaxlib: str  # specifier on jaxlib
