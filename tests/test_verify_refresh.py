@@ -56,10 +56,12 @@ def test_verify_passes_on_recorded_metadata(mode):
     assert result.disagreements == [], "\n".join(d.line() for d in result.disagreements)
     assert result.exit_code() == 0
     missing = {(x.project, x.version) for x in result.missing}
-    # every torch patch and every tensorflow/jax release that was recorded was really compared
+    # every torch patch and every tensorflow/jax release that was recorded was really compared (the recording holds
+    # torch from 1.13; the older patches are "not on index")
+    recorded = {w.split("-")[1] for w in all_recorded() if w.startswith("torch-")}
     for rel in m.pytorch_releases:
         for p in rel.patches:
-            assert ("torch", p) not in missing
+            assert (("torch", p) in missing) == (p not in recorded), p
     for v in ("2.14.0", "2.15.0", "2.21.0"):
         assert ("tensorflow", v) not in missing
     for v in ("0.4.30", "0.7.2", "0.12.0.1"):
@@ -122,7 +124,8 @@ def test_not_on_index_is_not_a_disagreement_unless_strict(capsys):
     rec = {k: v for k, v in all_recorded().items() if not k.startswith("torch-2.0.1-")}
     with FakeIndex(rec) as idx:
         code, out, _ = run(capsys, "matrices", "verify", "--index-url", idx.url, "--table", "pytorch")
-        assert code == 0 and "not on index: torch 2.0.1" in out
+        line = next(x for x in out.splitlines() if "not on index: torch " in x)
+        assert code == 0 and "2.0.1" in line.split(": torch ", 1)[1].split(", ")
         code, out, _ = run(capsys, "matrices", "verify", "--index-url", idx.url, "--table", "pytorch", "--strict")
         assert code == 1
 
@@ -378,3 +381,35 @@ def test_refresh_learns_skipped_and_patch_releases_idempotently_on_a_lazy_index(
     with FakeIndex(rec, mode="lazy") as idx:
         got = verify(m, I.IndexClient([idx.url], timeout=5), ("jax", "tensorflow"))
     assert got.disagreements == [], [d.line() for d in got.disagreements]
+
+
+def test_a_defect_on_a_wheel_other_than_the_first_is_found_by_the_sample(capsys):
+    """Each release's first wheel is its lowest-CPython Linux x86_64 one; the sample reads the others (every platform
+    and Python tag). Two wheels of torch 2.15.0 beside the recorded cp311 one, each with one defect only it carries:
+    the cp313 wheel's nccl pin behind a marker that leaves cp313 out, and an aarch64 wheel that claims another
+    Requires-Python. Without the sample neither is seen; with it both are, and the report says the sample's size."""
+    base = "torch-2.15.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+    rec = all_recorded()
+    text = rec[base]
+    assert "nvidia-nccl-cu13==2.30.7; platform_system == \"Linux\"" in text and "Requires-Python: >=3.11" in text
+    rec["torch-2.15.0-cp313-cp313-manylinux_2_28_x86_64.whl"] = text.replace(
+        "nvidia-nccl-cu13==2.30.7; platform_system == \"Linux\"",
+        "nvidia-nccl-cu13==2.30.7; platform_system == \"Linux\" and python_version < \"3.13\"")
+    rec["torch-2.15.0-cp312-cp312-manylinux_2_28_aarch64.whl"] = text.replace("Requires-Python: >=3.11",
+                                                                             "Requires-Python: >=3.12")
+    with FakeIndex(rec) as idx:
+        code0, out0, _ = run(capsys, "matrices", "verify", "--index-url", idx.url, "--table", "pytorch", "--sample", "0")
+        code, out, _ = run(capsys, "matrices", "verify", "--index-url", idx.url, "--table", "pytorch",
+                           "--format", "json")
+        _, text_out, _ = run(capsys, "matrices", "verify", "--index-url", idx.url, "--table", "pytorch")
+    assert code0 == 0 and "no disagreements" in out0 and "sample: 0 of the releases' " in out0
+    data = json.loads(out)
+    got = sorted((d["release"], d["field"], d["table_value"], d["index_value"]) for d in data["disagreements"])
+    assert code == 1 and got == [
+        ("torch 2.15.0 (torch-2.15.0-cp312-cp312-manylinux_2_28_aarch64.whl)", "requires_python", ">=3.11", ">=3.12"),
+        ("torch 2.15.0 (torch-2.15.0-cp313-cp313-manylinux_2_28_x86_64.whl)",
+         "nvidia_pins[nvidia-nccl-cu13] (variant cu132)", "==2.30.7", None),
+    ], got
+    sample = data["sample"]
+    assert sample["size"] == 48 and sample["seed"] == 0 and sample["drawn"] == sample["population"] >= 2
+    assert f"sample: {sample['drawn']} of the releases' {sample['population']} other wheels" in text_out

@@ -679,14 +679,36 @@ def python_for(dist: Optional[DistFile], default: str = "3.12") -> str:
     return default
 
 
+# a wheel's platform tag -> (platform.system(), platform.machine()) of the machines it installs on, and the
+# data's platform key
+_WHEEL_PLATFORMS = (
+    (re.compile(r"^(many|musl)?linux.*_x86_64$"), "Linux", "x86_64", "linux-x86_64"),
+    (re.compile(r"^(many|musl)?linux.*_aarch64$"), "Linux", "aarch64", "linux-aarch64"),
+    (re.compile(r"^win_amd64$"), "Windows", "AMD64", "win-amd64"),
+    (re.compile(r"^macosx_.*_arm64$"), "Darwin", "arm64", "macos-arm64"),
+)
+
+
+def wheel_platform(dist: Optional[DistFile]) -> Tuple[str, str, Optional[str]]:
+    """(system, machine, platform key) a wheel installs on; a pure or unknown wheel counts as Linux x86_64
+    (the machine the tables describe first) with key None for an unknown platform."""
+    for plat in (dist.platforms if dist is not None else []):
+        for rx, system, machine, key in _WHEEL_PLATFORMS:
+            if rx.match(plat):
+                return system, machine, key
+    pure = dist is None or dist.is_any
+    return "Linux", "x86_64", ("linux-x86_64" if pure else None)
+
+
 def requirements(meta: Metadata, extra: Optional[str] = None, python: str = "3.12",
-                 base: bool = True) -> Dict[str, Requirement]:
-    """Requirements that apply on Linux x86_64: the base ones (``base``) and/or those of ``extra``.
+                 base: bool = True, system: str = "Linux", machine: str = "x86_64") -> Dict[str, Requirement]:
+    """Requirements that apply on ``system`` / ``machine`` (Linux x86_64 unless told): the base ones (``base``)
+    and/or those of ``extra``.
 
     With ``extra`` given and ``base`` False, only requirements that need the extra are returned.
     Later lines for the same project are merged into one specifier set.
     """
-    env = marker_env_for("Linux", "x86_64", python)
+    env = marker_env_for(system, machine, python)
     out: Dict[str, Requirement] = {}
     extras = []
     if extra:
