@@ -413,3 +413,39 @@ def test_a_defect_on_a_wheel_other_than_the_first_is_found_by_the_sample(capsys)
     sample = data["sample"]
     assert sample["size"] == 48 and sample["seed"] == 0 and sample["drawn"] == sample["population"] >= 2
     assert f"sample: {sample['drawn']} of the releases' {sample['population']} other wheels" in text_out
+
+
+def _variant_block(torch: str, name: str) -> str:
+    """The [[variant]] row of the bundled pytorch.toml for (torch, name), as text."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "matrices" / "pytorch.toml").read_text(encoding="utf-8")
+    for block in text.split("\n[[")[1:]:
+        if block.startswith("variant]]") and f'\ntorch = "{torch}"\n' in block and f'\nname = "{name}"\n' in block:
+            return "[[" + block
+    raise AssertionError(f"no variant {torch} {name}")
+
+
+def test_the_cp315_wheel_agrees_only_with_a_marker_on_the_cuda_bindings_pin(capsys, tmp_path):
+    """torch 2.15.0's cp315 wheel has the same Requires-Dist as its cp311 one, where cuda-bindings holds only for
+    `python_version < "3.15"` (both read from the wheels with range requests): for Python 3.15 it pins none. The data
+    carries that marker (pin_markers), so the sampled cp315 wheel agrees; the same row without it (a cache overlay)
+    disagrees on that wheel alone."""
+    rec = all_recorded()
+    base = "torch-2.15.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+    assert 'cuda-bindings<14,>=13.0.3; platform_system == "Linux" and python_version < "3.15"' in rec[base]
+    rec["torch-2.15.0-cp315-cp315-manylinux_2_28_x86_64.whl"] = rec[base]
+    block = _variant_block("2.15", "cu132")
+    assert "pin_markers" in block
+    cache = tmp_path / "overlay"
+    cache.mkdir()
+    (cache / "pytorch.toml").write_text('schema = "pytorch/v1"\ncollected = "2026-12-03"\n\n' + "\n".join(
+        line for line in block.splitlines() if not line.startswith("pin_markers")) + "\n")
+    with FakeIndex(rec) as idx:
+        code, out, _ = run(capsys, "matrices", "verify", "--index-url", idx.url, "--table", "pytorch", "--format", "json")
+        code2, out2, _ = run(capsys, "matrices", "verify", "--index-url", idx.url, "--table", "pytorch", "--format",
+                             "json", "--cache-dir", str(cache))
+    assert code == 0 and json.loads(out)["disagreements"] == []
+    got = [(d["release"], d["field"], d["table_value"], d["index_value"]) for d in json.loads(out2)["disagreements"]]
+    assert code2 == 1 and got == [("torch 2.15.0 (torch-2.15.0-cp315-cp315-manylinux_2_28_x86_64.whl)",
+                                   "nvidia_pins[cuda-bindings] (variant cu132)", "<14,>=13.0.3", None)], got

@@ -738,6 +738,22 @@ def requirements(meta: Metadata, extra: Optional[str] = None, python: str = "3.1
     return out
 
 
+def python_markers(meta: Metadata) -> Dict[str, str]:
+    """{project: marker} of the requirements outside any extra whose marker names the Python (``python_version <
+    "3.15"``): a pin that holds only for some of a release's wheels. The marker is kept whole, as the line says it."""
+    out: Dict[str, str] = {}
+    for line in meta.requires_dist:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        text = str(req.marker) if req.marker is not None else ""
+        if "python_version" in text or "python_full_version" in text:
+            if "extra" not in text:
+                out[canonicalize_name(req.name)] = text
+    return out
+
+
 def _eval(marker, env: Dict[str, str], extra: str) -> bool:
     e = dict(env)
     e["extra"] = extra

@@ -36,6 +36,7 @@ from envdoctor.facts.versions import lower_bound
 
 from .index import (DistFile, IndexClient, Metadata, exact_pin, python_for, requirements, same_spec, spec_of,
                     wheel_platform)
+from .tables import marker_holds
 
 DEFAULT_TOTAL_TIMEOUT = 600.0
 # Beyond each release's first wheel (Linux x86_64, lowest CPython), this many of the releases' other wheels (every
@@ -227,7 +228,13 @@ class _Verifier:
             self.python("pytorch", release, py_row.python, "torch", patch, py_row, meta)
         self.spec("pytorch", release, "requires_python", rp_row.requires_python, meta.requires_python, rp_row, meta)
         if prow is not None and prow.triton and key == "linux-x86_64":
-            self.spec("pytorch", release, "triton", prow.triton, spec_of(reqs.get("triton")), prow, meta, "triton")
+            # the triton line may hold only below some Python (triton_marker): then the table expects none
+            want = prow.triton if marker_holds(prow.triton_marker, python_for(dist), key) is not False else None
+            self.r.compared += 1
+            got = spec_of(reqs.get("triton"))
+            if (want is None) != (got is None) or (want is not None and not self.same(want, got, "triton")):
+                fld = "triton" + (f" (marker {prow.triton_marker})" if prow.triton_marker else "")
+                self.r.disagreements.append(Disagreement("pytorch", release, fld, want, got, prow.origin, meta.source))
         if key is None:
             return
         dv = rel.default_variant(key)
@@ -241,6 +248,8 @@ class _Verifier:
                     rel.origin, meta.source))
             return
         label = f"(variant {dv.name})"
+        if cuda_pin is None and not dv.nvidia_pins:
+            return  # a build that bundles its CUDA (torch up to 1.12): its wheel pins nothing to compare
         if cuda_pin is None:
             self.r.compared += 1
             self.r.disagreements.append(Disagreement("pytorch", release, f"cuda {label}", dv.cuda,
@@ -255,7 +264,7 @@ class _Verifier:
         self.version("pytorch", release, f"cudnn {label}", dv.cudnn, exact_pin(spec_of(cudnn_req)), dv, meta)
         if newest and dv.nvidia_pins and key == "linux-x86_64":
             index_pins = {k: str(v.specifier) for k, v in reqs.items() if k.startswith(("nvidia-", "cuda-"))}
-            table_pins = {str(canonicalize_name(k)): v for k, v in dv.nvidia_pins.items()}
+            table_pins = {str(canonicalize_name(k)): v for k, v in dv.pins_for(python_for(dist), key).items()}
             for name in sorted(set(index_pins) | set(table_pins)):
                 self.r.compared += 1
                 if name not in table_pins or name not in index_pins or not self.same(
