@@ -203,7 +203,18 @@ def test_tensorflow_2_11_on_a_titan_xp_has_kernels_and_needs_cudnn_8(tmp_path):
 
 
 JAXLIB_0_1_65 = _jax("0.1.65+cuda111", "jaxlib_version_0.1.65.py", "0.2.12", "jax_version_0.2.12.py")
-JAXLIB_0_3_25 = _jax("0.3.25+cuda11.cudnn82", "jaxlib_version_0.3.25.py", "0.3.25", "jax_version_0.3.25.py")
+JAXLIB_0_3_25 = _jax("0.3.25+cuda11.cudnn82", "jaxlib_version_0.3.25.py", "0.3.25", "jaxlib_version_0.3.25.py")
+
+
+def _the_only_error(tmp_path, dists, driver, gpu, cc, python, rule_id, needle):
+    """check's one error on the machine is `rule_id`, naming `needle`; no ED902 for jax. Returns it."""
+    venv, env = _machine(tmp_path, dists, driver, gpu, cc)
+    report = _check(tmp_path, venv, env, python=python)
+    _judged(report, "jax")
+    errors = [f for f in report["findings"] if f["severity"] == "error"]
+    assert [f["id"] for f in errors] == [rule_id], report["findings"]
+    assert needle in errors[0]["message"], errors[0]
+    return errors[0]
 
 
 def test_jaxlib_0_1_65_cuda111_on_driver_440_needs_cuda_11(tmp_path):
@@ -223,13 +234,8 @@ def test_jaxlib_0_1_65_cuda111_judges_cudnn_and_arch_from_its_row(tmp_path):
     build.py's default --cuda_compute_capabilities) serve the GPU, and the +cuda111 label names no cuDNN: the row says
     the CUDA 11.1 build was built with cuDNN 8.0 (build/install_cuda.sh), which this machine lacks, so jax fails with
     "Could not load dynamic library 'libcudnn.so.8'" (ED300), the only error."""
-    venv, env = _machine(tmp_path, JAXLIB_0_1_65, "535.247.01", "NVIDIA A10G", "8.6")
-    report = _check(tmp_path, venv, env, python="3.8.10")
-    _judged(report, "jax")
-    errors = [f for f in report["findings"] if f["severity"] == "error"]
-    assert [f["id"] for f in errors] == ["ED300"], report["findings"]
-    assert "cuDNN 8" in errors[0]["message"]
-    assert any("install_cuda.sh" in e["source"] for e in errors[0]["evidence"]), errors[0]["evidence"]
+    error = _the_only_error(tmp_path, JAXLIB_0_1_65, "535.247.01", "NVIDIA A10G", "8.6", "3.8.10", "ED300", "cuDNN 8")
+    assert any("install_cuda.sh" in e["source"] for e in error["evidence"]), error["evidence"]
 
 
 def test_jaxlib_0_1_65_on_this_python_has_no_wheel_for_it(tmp_path):
@@ -246,12 +252,7 @@ def test_jaxlib_0_3_25_on_a_k80_is_judged_from_its_row(tmp_path):
     """jaxlib 0.3.25+cuda11.cudnn82 with jax 0.3.25 on a Tesla K80 (sm_37), driver 470.63.01 (CUDA 11.4): its kernels
     were built for sm_35 and up (.bazelrc TF_CUDA_COMPUTE_CAPABILITIES at jaxlib-v0.3.25), the driver runs CUDA 11,
     and the label states cuDNN 8.2, which this machine lacks (ED300). No ED200, no ED100 error, no ED902."""
-    venv, env = _machine(tmp_path, JAXLIB_0_3_25, "470.63.01", "Tesla K80", "3.7")
-    report = _check(tmp_path, venv, env, python="3.10.12")
-    _judged(report, "jax")
-    errors = [f for f in report["findings"] if f["severity"] == "error"]
-    assert [f["id"] for f in errors] == ["ED300"], report["findings"]
-    assert "8.2" in errors[0]["message"]
+    _the_only_error(tmp_path, JAXLIB_0_3_25, "470.63.01", "Tesla K80", "3.7", "3.10.12", "ED300", "8.2")
 
 
 def test_jaxlib_0_4_9_on_a_k80_has_no_kernels(tmp_path):

@@ -16,7 +16,7 @@ https://github.com/tensorflow/tensorflow/issues/111958 and /101746.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
@@ -341,12 +341,7 @@ def _jax_findings(ctx, r, b: CudaBuild, groups, vis) -> list:
         ]
         msg = (f"{_gpus_text(ctx, gpus)} is below the minimum compute capability {plugin.cc_min} of "
                f"{b.label}: JAX cannot use this GPU with it.")
-        ccs = list(groups)
-
-        def fits(rr, pp) -> bool:
-            return all(Version(c) >= Version(pp.cc_min) for c in ccs if pp.cc_min)
-
-        ch = jax_choice(ctx, fits, jv.version if jv is not None else None)
+        ch = _plugin_for(ctx, list(groups))
         fixes = []
         if ch is not None:
             rr, pp = ch
@@ -361,11 +356,24 @@ def _jax_findings(ctx, r, b: CudaBuild, groups, vis) -> list:
             fixes.append(f"No JAX CUDA plugin in envdoctor's data supports compute capability {cc}; "
                          f"remove the plugin to run JAX on the CPU:")
             fixes.append(f"$ pip uninstall -y {b.fw.distribution or b.fw.name}")
-        severity = "error" if vis.certain else "warning"
-        out.append(r.finding(msg, severity=severity, evidence=ev, fix=fixes,
-                             subject=f"{b.label} on GPU {','.join(str(g.index) for g in gpus)}",
-                             cause=no_kernel_cause(m, b.major, cc, b.fw.distribution)))
+        out.append(_below_finding(ctx, r, b, cc, gpus, vis, msg, ev, fixes))
     return out
+
+
+def _plugin_for(ctx, ccs) -> Any:
+    """(release, plugin) of the jax CUDA plugin a fix names for GPUs of compute capabilities ``ccs``, else None."""
+    def fits(rr, pp) -> bool:
+        return all(Version(c) >= Version(pp.cc_min) for c in ccs if pp.cc_min)
+
+    jv = ctx.framework("jax")
+    return jax_choice(ctx, fits, jv.version if jv is not None else None)
+
+
+def _below_finding(ctx, r, b: CudaBuild, cc: str, gpus, vis, msg: str, ev, fixes) -> Finding:
+    """The finding of GPUs below what a JAX build serves: an error when the visible GPUs are certain."""
+    return r.finding(msg, severity="error" if vis.certain else "warning", evidence=ev, fix=fixes,
+                     subject=f"{b.label} on GPU {','.join(str(g.index) for g in gpus)}",
+                     cause=no_kernel_cause(ctx.matrices, b.major, cc, b.fw.distribution))
 
 
 def _jaxlib_findings(ctx, r, b: CudaBuild, groups, vis, series) -> list:
@@ -387,12 +395,7 @@ def _jaxlib_findings(ctx, r, b: CudaBuild, groups, vis, series) -> list:
         msg = (f"{_gpus_text(ctx, gpus)} is below compute capability {cc_min}, the lowest that {b.label}'s CUDA "
                f"kernels were built for ({archs}): JAX cannot use this GPU with it.")
         ccs = list(groups)
-
-        def fits(rr, pp) -> bool:
-            return all(Version(c) >= Version(pp.cc_min) for c in ccs if pp.cc_min)
-
-        jv = ctx.framework("jax")
-        ch = jax_choice(ctx, fits, jv.version if jv is not None else None)
+        ch = _plugin_for(ctx, ccs)
         older = [s for s in m.jaxlib_series if s.cc_min and all(Version(c) >= Version(s.cc_min) for c in ccs)
                  and Version(s.version) < Version(series.version)]
         fixes = []
@@ -408,10 +411,7 @@ def _jaxlib_findings(ctx, r, b: CudaBuild, groups, vis, series) -> list:
             fixes.append(jax_command(rr, pp))
         else:
             fixes.append(f"Build jaxlib from source with --cuda_compute_capabilities={cc}, or run JAX on the CPU.")
-        severity = "error" if vis.certain else "warning"
-        out.append(r.finding(msg, severity=severity, evidence=ev, fix=fixes,
-                             subject=f"{b.label} on GPU {','.join(str(g.index) for g in gpus)}",
-                             cause=no_kernel_cause(m, b.major, cc, b.fw.distribution)))
+        out.append(_below_finding(ctx, r, b, cc, gpus, vis, msg, ev, fixes))
     return out
 
 
