@@ -182,6 +182,9 @@ def test_refresh_adds_a_new_torch_release(capsys, tmp_path):
     assert "arch list assumed from torch 2.15 cu132" in dv.verified
     assert m.torch_variant("2.16.0", "cpu") is not None
     assert rel.patch("2.16.0").triton == "~=3.9.0"
+    # the lines that hold only for some Pythons keep their markers, as the wheel's Requires-Dist says them
+    assert rel.patch("2.16.0").triton_marker == 'platform_system == "Linux" and python_version < "3.16"'
+    assert dv.pin_markers == {"cuda-bindings": 'platform_system == "Linux" and python_version < "3.15"'}
     # the bundled rows are untouched
     assert m.torch_default_variant("2.15.0").verified == before.torch_default_variant("2.15.0").verified
 
