@@ -322,7 +322,7 @@ def test_clash_json(capsys):
     (["--cuda", "99"], "12.1"),
     (["--cuda", "12.4", "--gpu", "sm_99"], "sm_90"),
     (["--cuda", "12.4", "--gpu", "Voodoo 5 6000"], "sm_86"),
-    (["--cuda", "12.4", "--python-version", "3.4"], "supports Python"),  # no torch ever had a wheel for 3.4
+    (["--cuda", "12.4", "--python-version", "3.4"], "supports Python"),  # torch 1.0-1.5 had cp35 wheels
     (["--cpu", "--cuda", "12.1"], "--cpu"),
     (["--cuda", "12.1", "--platform", "macos-arm64"], "--cpu"),
     (["--cuda", "12.1", "--python", "3.11", "--python-version", "3.12"], "disagree"),
@@ -569,3 +569,19 @@ def test_check_says_when_no_relock_fits(capsys, tmp_path):
     assert code == 1 and err, err  # lock itself says which constraints clash
     code, out, _ = lock(capsys, "--check", str(path), *old, "--format", "json")
     assert json.loads(out)["relock"]["fits"] is False
+
+
+def test_a_pin_behind_a_python_marker_applies_only_where_the_marker_holds(capsys):
+    """torch 2.13-2.15's wheels require cuda-bindings only for `python_version < "3.15"` (their Requires-Dist,
+    read from the cp311 and cp315 wheels of 2.15.0): a lock for Python 3.14 carries the pin, one for 3.15 does not,
+    as pip would install it."""
+    pins = {}
+    for py in ("3.14", "3.15"):
+        code, out, err = lock(capsys, "--python-version", py, "--driver", "595.71.05", "--gpu", "sm_90", "--torch",
+                              "2.15.0", "--platform", "linux-x86_64", "--format", "json")
+        assert code == 0, err
+        picks = [p for p in json.loads(out)["lock"]["picks"] if p.get("framework") == "torch"]
+        assert len(picks) == 1, picks
+        pins[py] = picks[0]["pins"]
+    assert "cuda-bindings" in pins["3.14"] and "cuda-bindings" not in pins["3.15"], pins
+    assert {k: v for k, v in pins["3.14"].items() if k != "cuda-bindings"} == pins["3.15"]

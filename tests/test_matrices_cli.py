@@ -86,8 +86,8 @@ def test_show_json_rows_carry_provenance(capsys):
     code, out, _ = run(capsys, "matrices", "show", "jax", "--format", "json")
     rows = json.loads(out)
     assert code == 0 and isinstance(rows, list)
-    assert len(rows) == len(m.jax_releases) + sum(len(r.plugins) for r in m.jax_releases)
-    assert all(r["source"] and r["verified"] and r["origin"] and r["kind"] in ("release", "plugin") for r in rows)
+    assert len(rows) == len(m.jax_releases) + sum(len(r.plugins) for r in m.jax_releases) + len(m.jaxlib_series)
+    assert all(r["source"] and r["verified"] and r["origin"] and r["kind"] in ("release", "plugin", "jaxlib") for r in rows)
     assert {r["version"] for r in rows if r["kind"] == "release"} == {r.version for r in m.jax_releases}
     assert all("plugins" not in r for r in rows)
 

@@ -23,7 +23,8 @@ NV = FIX / "nvidia"
 # what the probe's nvidia-smi --query-gpu=... --format=csv,noheader,nounits prints for one GPU
 QUERY = "0, {name}, {cc}, 16160, 00000000:00:1E.0, GPU-0b0e2a9c-0000-0000-0000-000000000000, {driver}\n"
 BANNERS = {"450.57": NV / "smi_450.57_titanxp.txt", "440.33.01": NV / "smi_440.33.01_2x_gv100.txt",
-           "410.104": NV / "smi_410.104_v100.txt"}
+           "410.104": NV / "smi_410.104_v100.txt", "470.63.01": NV / "smi_470.63.01_processes.txt",
+           "535.247.01": NV / "smi_535.247.01_a10g.txt"}
 
 
 @pytest.fixture(autouse=True)
@@ -85,6 +86,12 @@ def _torch(version_file: str, version: str):
 def _tf(dist: str, version: str, build_info: str, core: bool = False):
     rel = ("tensorflow_core" if core else "tensorflow") + "/python/platform/build_info.py"
     return (dist, version, {rel: FW / build_info, "tensorflow/__init__.py": None})
+
+
+def _jax(jaxlib: str, jaxlib_file: str, jax: str, jax_file: str):
+    """jaxlib (a CUDA build: `jaxlib` carries its local label) and the jax beside it, with their real version files."""
+    return [("jaxlib", jaxlib, {"jaxlib/version.py": FW / jaxlib_file, "jaxlib/__init__.py": None}),
+            ("jax", jax, {"jax/version.py": FW / jax_file, "jax/__init__.py": None})]
 
 
 def _judged(report, family_word):
@@ -193,3 +200,70 @@ def test_tensorflow_2_11_on_a_titan_xp_has_kernels_and_needs_cudnn_8(tmp_path):
     assert not [f for f in report["findings"] if f["id"] == "ED200"], report["findings"]
     ed300 = [f for f in report["findings"] if f["id"] == "ED300"]
     assert ed300 and "cuDNN 8" in ed300[0]["message"]
+
+
+JAXLIB_0_1_65 = _jax("0.1.65+cuda111", "jaxlib_version_0.1.65.py", "0.2.12", "jax_version_0.2.12.py")
+JAXLIB_0_3_25 = _jax("0.3.25+cuda11.cudnn82", "jaxlib_version_0.3.25.py", "0.3.25", "jaxlib_version_0.3.25.py")
+
+
+def _the_only_error(tmp_path, dists, driver, gpu, cc, python, rule_id, needle):
+    """check's one error on the machine is `rule_id`, naming `needle`; no ED902 for jax. Returns it."""
+    venv, env = _machine(tmp_path, dists, driver, gpu, cc)
+    report = _check(tmp_path, venv, env, python=python)
+    _judged(report, "jax")
+    errors = [f for f in report["findings"] if f["severity"] == "error"]
+    assert [f["id"] for f in errors] == [rule_id], report["findings"]
+    assert needle in errors[0]["message"], errors[0]
+    return errors[0]
+
+
+def test_jaxlib_0_1_65_cuda111_on_driver_440_needs_cuda_11(tmp_path):
+    """jaxlib 0.1.65+cuda111 (a CUDA 11.1 build, the label of the wheel jax's release script builds) with jax 0.2.12
+    on a Quadro GV100 with driver 440.33.01 (CUDA 10.2): below CUDA 11's minor-version-compatibility floor
+    (450.80.02), so XLA finds no usable CUDA driver and jax falls back to the CPU. Judged from the jaxlib row, no
+    ED902."""
+    venv, env = _machine(tmp_path, JAXLIB_0_1_65, "440.33.01", "Quadro GV100", "7.0")
+    report = _check(tmp_path, venv, env, python="3.8.10")
+    _judged(report, "jax")
+    errors = [f for f in report["findings"] if f["severity"] == "error" and f["id"] == "ED100"]
+    assert errors and "450.80.02" in errors[0]["message"], report["findings"]
+
+
+def test_jaxlib_0_1_65_cuda111_judges_cudnn_and_arch_from_its_row(tmp_path):
+    """The same build on an A10G (sm_86) with driver 535.247.01: the driver fits, its kernels (built for 3.5 and up by
+    build.py's default --cuda_compute_capabilities) serve the GPU, and the +cuda111 label names no cuDNN: the row says
+    the CUDA 11.1 build was built with cuDNN 8.0 (build/install_cuda.sh), which this machine lacks, so jax fails with
+    "Could not load dynamic library 'libcudnn.so.8'" (ED300), the only error."""
+    error = _the_only_error(tmp_path, JAXLIB_0_1_65, "535.247.01", "NVIDIA A10G", "8.6", "3.8.10", "ED300", "cuDNN 8")
+    assert any("install_cuda.sh" in e["source"] for e in error["evidence"]), error["evidence"]
+
+
+def test_jaxlib_0_1_65_on_this_python_has_no_wheel_for_it(tmp_path):
+    """jaxlib 0.1.65's wheels are cp36-cp39 (setup.py python_requires >=3.6; 3.10 came with jaxlib 0.1.75): in a
+    venv of this interpreter (3.11) it was installed for another Python, said on the jaxlib line (ED500), not ED902."""
+    venv, env = _machine(tmp_path, JAXLIB_0_1_65, "535.247.01", "NVIDIA A10G", "8.6")
+    report = _check(tmp_path, venv, env)
+    _judged(report, "jax")
+    ed500 = [f for f in report["findings"] if f["id"] == "ED500"]
+    assert ed500 and "<3.10" in ed500[0]["message"], report["findings"]
+
+
+def test_jaxlib_0_3_25_on_a_k80_is_judged_from_its_row(tmp_path):
+    """jaxlib 0.3.25+cuda11.cudnn82 with jax 0.3.25 on a Tesla K80 (sm_37), driver 470.63.01 (CUDA 11.4): its kernels
+    were built for sm_35 and up (.bazelrc TF_CUDA_COMPUTE_CAPABILITIES at jaxlib-v0.3.25), the driver runs CUDA 11,
+    and the label states cuDNN 8.2, which this machine lacks (ED300). No ED200, no ED100 error, no ED902."""
+    _the_only_error(tmp_path, JAXLIB_0_3_25, "470.63.01", "Tesla K80", "3.7", "3.10.12", "ED300", "8.2")
+
+
+def test_jaxlib_0_4_9_on_a_k80_has_no_kernels(tmp_path):
+    """https://github.com/jax-ml/jax/issues/15961 : jaxlib 0.4.9+cuda11.cudnn86 on a Tesla K80 fails at the first
+    kernel. Kepler left the default jaxlib builds in 0.4.4 (CHANGELOG; .bazelrc sm_52,sm_60,sm_70,compute_80): ED200
+    from the jaxlib row, with the last release built for sm_35 as the fix."""
+    venv, env = _machine(tmp_path, _jax("0.4.9+cuda11.cudnn86", "jaxlib_version_0.4.9.py", "0.4.9",
+                                        "jaxlib_version_0.4.9.py"), "470.63.01", "Tesla K80", "3.7")
+    report = _check(tmp_path, venv, env, python="3.10.12")
+    _judged(report, "jax")
+    ed200 = [f for f in report["findings"] if f["id"] == "ED200"]
+    assert [f["severity"] for f in ed200] == ["error"], report["findings"]
+    assert "sm_52" in ed200[0]["message"]
+    assert "0.4.3" in " ".join(ed200[0]["fix"])

@@ -56,10 +56,12 @@ def test_verify_passes_on_recorded_metadata(mode):
     assert result.disagreements == [], "\n".join(d.line() for d in result.disagreements)
     assert result.exit_code() == 0
     missing = {(x.project, x.version) for x in result.missing}
-    # every torch patch and every tensorflow/jax release that was recorded was really compared
+    # every torch patch and every tensorflow/jax release that was recorded was really compared (the recording holds
+    # torch from 1.13; the older patches are "not on index")
+    recorded = {w.split("-")[1] for w in all_recorded() if w.startswith("torch-")}
     for rel in m.pytorch_releases:
         for p in rel.patches:
-            assert ("torch", p) not in missing
+            assert (("torch", p) in missing) == (p not in recorded), p
     for v in ("2.14.0", "2.15.0", "2.21.0"):
         assert ("tensorflow", v) not in missing
     for v in ("0.4.30", "0.7.2", "0.12.0.1"):
@@ -122,7 +124,8 @@ def test_not_on_index_is_not_a_disagreement_unless_strict(capsys):
     rec = {k: v for k, v in all_recorded().items() if not k.startswith("torch-2.0.1-")}
     with FakeIndex(rec) as idx:
         code, out, _ = run(capsys, "matrices", "verify", "--index-url", idx.url, "--table", "pytorch")
-        assert code == 0 and "not on index: torch 2.0.1" in out
+        line = next(x for x in out.splitlines() if "not on index: torch " in x)
+        assert code == 0 and "2.0.1" in line.split(": torch ", 1)[1].split(", ")
         code, out, _ = run(capsys, "matrices", "verify", "--index-url", idx.url, "--table", "pytorch", "--strict")
         assert code == 1
 
@@ -179,6 +182,9 @@ def test_refresh_adds_a_new_torch_release(capsys, tmp_path):
     assert "arch list assumed from torch 2.15 cu132" in dv.verified
     assert m.torch_variant("2.16.0", "cpu") is not None
     assert rel.patch("2.16.0").triton == "~=3.9.0"
+    # the lines that hold only for some Pythons keep their markers, as the wheel's Requires-Dist says them
+    assert rel.patch("2.16.0").triton_marker == 'platform_system == "Linux" and python_version < "3.16"'
+    assert dv.pin_markers == {"cuda-bindings": 'platform_system == "Linux" and python_version < "3.15"'}
     # the bundled rows are untouched
     assert m.torch_default_variant("2.15.0").verified == before.torch_default_variant("2.15.0").verified
 
@@ -378,3 +384,71 @@ def test_refresh_learns_skipped_and_patch_releases_idempotently_on_a_lazy_index(
     with FakeIndex(rec, mode="lazy") as idx:
         got = verify(m, I.IndexClient([idx.url], timeout=5), ("jax", "tensorflow"))
     assert got.disagreements == [], [d.line() for d in got.disagreements]
+
+
+def test_a_defect_on_a_wheel_other_than_the_first_is_found_by_the_sample(capsys):
+    """Each release's first wheel is its lowest-CPython Linux x86_64 one; the sample reads the others (every platform
+    and Python tag). Two wheels of torch 2.15.0 beside the recorded cp311 one, each with one defect only it carries:
+    the cp313 wheel's nccl pin behind a marker that leaves cp313 out, and an aarch64 wheel that claims another
+    Requires-Python. Without the sample neither is seen; with it both are, and the report says the sample's size."""
+    base = "torch-2.15.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+    rec = all_recorded()
+    text = rec[base]
+    assert "nvidia-nccl-cu13==2.30.7; platform_system == \"Linux\"" in text and "Requires-Python: >=3.11" in text
+    rec["torch-2.15.0-cp313-cp313-manylinux_2_28_x86_64.whl"] = text.replace(
+        "nvidia-nccl-cu13==2.30.7; platform_system == \"Linux\"",
+        "nvidia-nccl-cu13==2.30.7; platform_system == \"Linux\" and python_version < \"3.13\"")
+    rec["torch-2.15.0-cp312-cp312-manylinux_2_28_aarch64.whl"] = text.replace("Requires-Python: >=3.11",
+                                                                             "Requires-Python: >=3.12")
+    with FakeIndex(rec) as idx:
+        code0, out0, _ = run(capsys, "matrices", "verify", "--index-url", idx.url, "--table", "pytorch", "--sample", "0")
+        code, out, _ = run(capsys, "matrices", "verify", "--index-url", idx.url, "--table", "pytorch",
+                           "--format", "json")
+        _, text_out, _ = run(capsys, "matrices", "verify", "--index-url", idx.url, "--table", "pytorch")
+    assert code0 == 0 and "no disagreements" in out0 and "sample: 0 of the releases' " in out0
+    data = json.loads(out)
+    got = sorted((d["release"], d["field"], d["table_value"], d["index_value"]) for d in data["disagreements"])
+    assert code == 1 and got == [
+        ("torch 2.15.0 (torch-2.15.0-cp312-cp312-manylinux_2_28_aarch64.whl)", "requires_python", ">=3.11", ">=3.12"),
+        ("torch 2.15.0 (torch-2.15.0-cp313-cp313-manylinux_2_28_x86_64.whl)",
+         "nvidia_pins[nvidia-nccl-cu13] (variant cu132)", "==2.30.7", None),
+    ], got
+    sample = data["sample"]
+    assert sample["size"] == 48 and sample["seed"] == 0 and sample["drawn"] == sample["population"] >= 2
+    assert f"sample: {sample['drawn']} of the releases' {sample['population']} other wheels" in text_out
+
+
+def _variant_block(torch: str, name: str) -> str:
+    """The [[variant]] row of the bundled pytorch.toml for (torch, name), as text."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "matrices" / "pytorch.toml").read_text(encoding="utf-8")
+    for block in text.split("\n[[")[1:]:
+        if block.startswith("variant]]") and f'\ntorch = "{torch}"\n' in block and f'\nname = "{name}"\n' in block:
+            return "[[" + block
+    raise AssertionError(f"no variant {torch} {name}")
+
+
+def test_the_cp315_wheel_agrees_only_with_a_marker_on_the_cuda_bindings_pin(capsys, tmp_path):
+    """torch 2.15.0's cp315 wheel has the same Requires-Dist as its cp311 one, where cuda-bindings holds only for
+    `python_version < "3.15"` (both read from the wheels with range requests): for Python 3.15 it pins none. The data
+    carries that marker (pin_markers), so the sampled cp315 wheel agrees; the same row without it (a cache overlay)
+    disagrees on that wheel alone."""
+    rec = all_recorded()
+    base = "torch-2.15.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+    assert 'cuda-bindings<14,>=13.0.3; platform_system == "Linux" and python_version < "3.15"' in rec[base]
+    rec["torch-2.15.0-cp315-cp315-manylinux_2_28_x86_64.whl"] = rec[base]
+    block = _variant_block("2.15", "cu132")
+    assert "pin_markers" in block
+    cache = tmp_path / "overlay"
+    cache.mkdir()
+    (cache / "pytorch.toml").write_text('schema = "pytorch/v1"\ncollected = "2026-12-03"\n\n' + "\n".join(
+        line for line in block.splitlines() if not line.startswith("pin_markers")) + "\n")
+    with FakeIndex(rec) as idx:
+        code, out, _ = run(capsys, "matrices", "verify", "--index-url", idx.url, "--table", "pytorch", "--format", "json")
+        code2, out2, _ = run(capsys, "matrices", "verify", "--index-url", idx.url, "--table", "pytorch", "--format",
+                             "json", "--cache-dir", str(cache))
+    assert code == 0 and json.loads(out)["disagreements"] == []
+    got = [(d["release"], d["field"], d["table_value"], d["index_value"]) for d in json.loads(out2)["disagreements"]]
+    assert code2 == 1 and got == [("torch 2.15.0 (torch-2.15.0-cp315-cp315-manylinux_2_28_x86_64.whl)",
+                                   "nvidia_pins[cuda-bindings] (variant cu132)", "<14,>=13.0.3", None)], got

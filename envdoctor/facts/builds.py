@@ -40,8 +40,8 @@ def oldest_known(m: "Matrices", family: str) -> Optional[str]:
         vs = [parse_version(p) for r in m.pytorch_releases for p in (r.patches or [r.version])]
     elif family == "tensorflow":
         vs = [parse_version(r.tested or r.version) for r in m.tensorflow_releases]
-    else:
-        vs = [parse_version(r.version) for r in m.jax_releases]
+    else:  # jax: its releases, and the jaxlib releases before the plugins (rows of jaxlib itself)
+        vs = [parse_version(r.version) for r in list(m.jax_releases) + list(m.jaxlib_series)]
     known = [v for v in vs if v is not None]
     return str(min(known)) if known else None
 
@@ -63,7 +63,7 @@ def release_row(m: "Matrices", family: str, version: str) -> Any:
         return m.torch_release(version)
     if family == "tensorflow":
         return m.tf_release(version)
-    return m.jax_release(version)
+    return m.jax_release(version) or m.jaxlib_row(version)
 
 
 @dataclass

@@ -13,8 +13,9 @@ from envdoctor.knowledge.tables import parse_version
 
 
 def torch_candidate(m: Any, release: Any, patch: str, variant: Any, platform: str,
-                    companions: Sequence[str] = COMPANIONS) -> Candidate:
-    """The candidate for ``torch==patch`` of ``variant`` (a TorchVariant row) on ``platform``."""
+                    companions: Sequence[str] = COMPANIONS, python: Optional[str] = None) -> Candidate:
+    """The candidate for ``torch==patch`` of ``variant`` (a TorchVariant row) on ``platform``; its pins are those
+    that apply for ``python`` (every pin when it is not known)."""
     default = release.default_variant(platform)
     is_default = default is not None and default.name == variant.name
     label = variant.local_label or f"+{variant.name}"
@@ -35,7 +36,7 @@ def torch_candidate(m: Any, release: Any, patch: str, variant: Any, platform: st
     if variant.kind == "cuda" and platform.startswith("linux"):
         # the PyPI default's pins: x86_64, and aarch64 where the data names the default a CUDA build (2.11+)
         if variant.nvidia_pins and is_default and platform in ("linux-x86_64", "linux-aarch64"):
-            cand.pins = _pin_names(variant.nvidia_pins)
+            cand.pins = _pin_names(variant.pins_for(python, platform))
         elif variant.cudnn and variant.cuda_major:
             cand.pins = {f"nvidia-cudnn-cu{variant.cuda_major}": f"=={variant.cudnn}"}
             cand.pins_known = "cudnn-only"
@@ -82,7 +83,8 @@ class TorchSpec(FrameworkSpec):
                                   key=lambda v: Version(v.cuda), reverse=True)
             for patch in _sorted_desc(rel.patches):
                 for var in variants:
-                    out.append(torch_candidate(m, rel, patch, var, target.platform, target.companions))
+                    out.append(torch_candidate(m, rel, patch, var, target.platform, target.companions,
+                                               target.python))
         return out
 
     def known_versions(self, m: Any) -> List[str]:

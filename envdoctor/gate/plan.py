@@ -785,12 +785,15 @@ class _Planner:
         if not conda and var.kind == "cuda" and var.pypi_default and var.nvidia_pins:
             for name, sp in var.nvidia_pins.items():
                 sp = sp if sp[:1] in "<>=!~" else f"=={sp}"
-                requires.append(f"{name}{sp}; {linux}")
+                # a pin that holds only below some Python keeps its marker, as the wheel's Requires-Dist does
+                extra = var.pin_markers.get(name)
+                requires.append(f"{name}{sp}; {linux}" + (f" and ({extra})" if extra else ""))
         elif not conda and var.kind == "cuda" and var.cudnn and var.cuda_major:
             # another index's build: its cuDNN pin, as frameworks/torch.py's candidate (and so lock) states it
             requires.append(f"nvidia-cudnn-cu{var.cuda_major}=={var.cudnn}; {linux}")
         if not conda and var.kind == "cuda" and prow is not None and prow.triton:
-            requires.append(f"triton{prow.triton}; {linux}")
+            requires.append(f"triton{prow.triton}; {linux}" + (f" and ({prow.triton_marker})" if prow.triton_marker
+                                                                  else ""))
         arch = None
         if var.kind == "cuda" and var.arch_list and var.ptx is not None and not var.arch_unverified:
             arch = list(var.arch_list_aarch64 or var.arch_list) if self.t.platform == "linux-aarch64" else list(var.arch_list)

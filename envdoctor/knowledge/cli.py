@@ -167,8 +167,13 @@ _timeout_option = click.option("--timeout", type=Seconds(0.1, 600), default=15.0
 @click.option("--workers", type=Count(1, 32), default=8, show_default=True,
               help="Wheels read at the same time (HTTP range requests).")
 @click.option("--cache-dir", metavar="DIR", help="Verify the tables as overlaid by the cache in DIR.")
+@click.option("--sample", type=Count(0, 100000), default=48, show_default=True,
+              help="Other wheels of the releases (every platform and Python tag) read besides each release's first "
+                   "Linux x86_64 wheel, drawn at random; 0: the first wheels only.")
+@click.option("--seed", type=Count(0, 2 ** 31), default=0, show_default=True,
+              help="Seed of the sample's draw (the same seed draws the same wheels from the same index).")
 def verify_cmd(index_urls, tables: str, fmt: str, strict: bool, timeout: float, total_timeout: float, workers: int,
-               cache_dir: Optional[str]) -> None:
+               cache_dir: Optional[str], sample: int, seed: int) -> None:
     """Compare the tables with the index's metadata. Exit 0 all agree, 1 a disagreement, 2 index unusable."""
     from envdoctor.knowledge.verify import TABLE_CHOICES, render_text, verify
 
@@ -176,7 +181,8 @@ def verify_cmd(index_urls, tables: str, fmt: str, strict: bool, timeout: float, 
     m = _load(cache_dir)
     chosen = TABLE_CHOICES if tables == "all" else (tables,)
     with Status() as status:
-        result = verify(m, client, chosen, workers=workers, total_timeout=total_timeout, status=status)
+        result = verify(m, client, chosen, workers=workers, total_timeout=total_timeout, status=status,
+                        sample=sample, seed=seed)
     if fmt == "json":
         click.echo(dump_json(result.to_dict(strict)))
     else:

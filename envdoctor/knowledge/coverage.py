@@ -33,7 +33,9 @@ def coverage_markdown(m) -> str:
                        f"({sum(len(r.versions) for r in m.tensorflow_releases)} releases); GPU platforms "
                        f"{', '.join(tf_plats)}"),
         "jax": (f"jax {_span(r.version for r in m.jax_releases)} ({len(m.jax_releases)} releases, "
-                f"{sum(len(r.plugins) for r in m.jax_releases)} CUDA plugin rows)"),
+                f"{sum(len(r.plugins) for r in m.jax_releases)} CUDA plugin rows); jaxlib "
+                f"{_span([r.version for r in m.jaxlib_series] + [r.last for r in m.jaxlib_series])} "
+                f"({len(m.jaxlib_series)} rows of its own CUDA builds)"),
         "cudnn": f"{len(m.cudnn_releases)} cuDNN version ranges",
         "incompatibilities": f"{len(m.incompatibilities)} single facts",
         "gpu_support": f"driver branches of {len(m.driver_branches)} GPU architecture groups",

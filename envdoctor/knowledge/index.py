@@ -671,14 +671,36 @@ def python_for(dist: Optional[DistFile], default: str = "3.12") -> str:
     return default
 
 
+# a wheel's platform tag -> (platform.system(), platform.machine()) of the machines it installs on, and the
+# data's platform key
+_WHEEL_PLATFORMS = (
+    (re.compile(r"^(many|musl)?linux.*_x86_64$"), "Linux", "x86_64", "linux-x86_64"),
+    (re.compile(r"^(many|musl)?linux.*_aarch64$"), "Linux", "aarch64", "linux-aarch64"),
+    (re.compile(r"^win_amd64$"), "Windows", "AMD64", "win-amd64"),
+    (re.compile(r"^macosx_.*_arm64$"), "Darwin", "arm64", "macos-arm64"),
+)
+
+
+def wheel_platform(dist: Optional[DistFile]) -> Tuple[str, str, Optional[str]]:
+    """(system, machine, platform key) a wheel installs on; a pure or unknown wheel counts as Linux x86_64
+    (the machine the tables describe first) with key None for an unknown platform."""
+    for plat in (dist.platforms if dist is not None else []):
+        for rx, system, machine, key in _WHEEL_PLATFORMS:
+            if rx.match(plat):
+                return system, machine, key
+    pure = dist is None or dist.is_any
+    return "Linux", "x86_64", ("linux-x86_64" if pure else None)
+
+
 def requirements(meta: Metadata, extra: Optional[str] = None, python: str = "3.12",
-                 base: bool = True) -> Dict[str, Requirement]:
-    """Requirements that apply on Linux x86_64: the base ones (``base``) and/or those of ``extra``.
+                 base: bool = True, system: str = "Linux", machine: str = "x86_64") -> Dict[str, Requirement]:
+    """Requirements that apply on ``system`` / ``machine`` (Linux x86_64 unless told): the base ones (``base``)
+    and/or those of ``extra``.
 
     With ``extra`` given and ``base`` False, only requirements that need the extra are returned.
     Later lines for the same project are merged into one specifier set.
     """
-    env = marker_env_for("Linux", "x86_64", python)
+    env = marker_env_for(system, machine, python)
     out: Dict[str, Requirement] = {}
     extras = []
     if extra:
@@ -705,6 +727,22 @@ def requirements(meta: Metadata, extra: Optional[str] = None, python: str = "3.1
         else:
             req.marker = None
             out[name] = req
+    return out
+
+
+def python_markers(meta: Metadata) -> Dict[str, str]:
+    """{project: marker} of the requirements outside any extra whose marker names the Python (``python_version <
+    "3.15"``): a pin that holds only for some of a release's wheels. The marker is kept whole, as the line says it."""
+    out: Dict[str, str] = {}
+    for line in meta.requires_dist:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        text = str(req.marker) if req.marker is not None else ""
+        if "python_version" in text or "python_full_version" in text:
+            if "extra" not in text:
+                out[canonicalize_name(req.name)] = text
     return out
 
 

@@ -174,14 +174,16 @@ SPECS: Dict[str, Dict[str, RowSpec]] = {
         "patch": RowSpec(
             _req(version="version"),
             dict(torchvision="version", torchvision_requires="spec", torchaudio="version", torchaudio_requires="spec",
-                 triton="spec", requires_python="spec", python="spec", pypi_wheel="text", note="text"),
+                 triton="spec", triton_marker="str", requires_python="spec", python="spec", pypi_wheel="text",
+                 note="text"),
             ("version",), _vkey("version")),
         "variant": RowSpec(
             _req(torch="version", name="variant", kind="kind"),
             dict(status="text", index_url="str", local_label="str", pypi_default="bool", platforms="list_platform",
                  cuda="version", cuda_toolkit="version", rocm="version", cudnn="version", arch_list="list_sm",
                  ptx="bool", arch_list_aarch64="list_sm", arch_source="text", arch_verified="text",
-                 nvidia_pins="dict_spec", cuda_toolkit_extras="list_str", platforms_note="text", note="text"),
+                 nvidia_pins="dict_spec", pin_markers="dict_str", cuda_toolkit_extras="list_str",
+                 platforms_note="text", note="text"),
             ("torch", "name"), lambda r: (Version(r["torch"]), r["name"])),
         "conda": RowSpec(
             _req(channel="str"),
@@ -210,6 +212,11 @@ SPECS: Dict[str, Dict[str, RowSpec]] = {
                  cudnn_min="version", driver_min="version", cc_min="cc"),
             dict(pjrt="str", cuda_runtime="spec", note="text"),
             ("jax", "name"), lambda r: (Version(r["jax"]), r["name"])),
+        "jaxlib": RowSpec(
+            _req(version="version", last="version", python="spec"),
+            dict(cuda="list_version", cudnn="dict_version", arch_list="list_sm", arch_source="text",
+                 arch_verified="text", note="text"),
+            ("version",), _vkey("version")),
     },
     "cudnn": {
         "release": RowSpec(
@@ -624,6 +631,13 @@ def build_jax(mt: MergedTable, warnings: List[str]) -> List[T.JaxRelease]:
         if v not in known:
             for p in ps.values():
                 warnings.append(f"{p.origin}: [[plugin]] {p.jax} {p.name}: no [[release]] {p.jax}; row skipped")
+    out.sort(key=lambda r: Version(r.version))
+    return out
+
+
+def build_jaxlib(mt: MergedTable) -> List[T.JaxlibSeries]:
+    """The [[jaxlib]] rows (jaxlib releases that carried their CUDA build themselves), ascending."""
+    out = [_kw(T.JaxlibSeries, r.data, r.origin) for r in mt.rows.get("jaxlib", [])]
     out.sort(key=lambda r: Version(r.version))
     return out
 

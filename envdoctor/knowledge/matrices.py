@@ -22,6 +22,7 @@ from .tables import (
     DriverBranchSupport,
     GpuInfo,
     Incompatibility,
+    JaxlibSeries,
     JaxRelease,
     MvcRange,
     TfRelease,
@@ -97,6 +98,7 @@ class Matrices:
         driver_branches: Optional[List[DriverBranchSupport]] = None,
         amd_targets: Optional[List[AmdTarget]] = None,
         amd_gpus: Optional[List[AmdGpu]] = None,
+        jaxlib_series: Optional[List[JaxlibSeries]] = None,
     ) -> None:
         self.collected = collected
         self.warnings = warnings
@@ -110,6 +112,7 @@ class Matrices:
         self.conda = conda
         self.tensorflow_releases = tensorflow_releases
         self.jax_releases = jax_releases
+        self.jaxlib_series = list(jaxlib_series or [])
         self.cudnn_releases = cudnn_releases
         self.incompatibilities = incompatibilities
         self._torch = {r.version: r for r in pytorch_releases}
@@ -368,6 +371,10 @@ class Matrices:
 
     # ------------------------------------------------------------------ JAX
 
+    def jaxlib_row(self, version: str) -> Optional[JaxlibSeries]:
+        """The [[jaxlib]] row whose releases include this jaxlib version (its local label ignored); None when none."""
+        return next((r for r in self.jaxlib_series if r.covers(version)), None)
+
     def jax_release(self, version: str) -> Optional[JaxRelease]:
         """Exact row, else the newest known row of the same X.Y that is not newer; None otherwise."""
         v = parse_version(version)
@@ -496,6 +503,7 @@ def _build_parts(bundled: Path, cache: Path) -> Dict[str, Any]:
     torch, conda = guarded("pytorch", lambda: L.build_pytorch(merged["pytorch"], warnings), ([], []))
     tf = guarded("tensorflow", lambda: L.build_tensorflow(merged["tensorflow"], warnings), [])
     jax = guarded("jax", lambda: L.build_jax(merged["jax"], warnings), [])
+    jaxlib = guarded("jax", lambda: L.build_jaxlib(merged["jax"]), [])
     cudnn = guarded("cudnn", lambda: L.build_cudnn(merged["cudnn"]), [])
     facts = guarded("incompatibilities", lambda: L.build_incompatibilities(merged["incompatibilities"]), [])
     deprecated = guarded("incompatibilities",
@@ -517,6 +525,7 @@ def _build_parts(bundled: Path, cache: Path) -> Dict[str, Any]:
         conda=conda,
         tensorflow_releases=tf,
         jax_releases=jax,
+        jaxlib_series=jaxlib,
         cudnn_releases=cudnn,
         incompatibilities=facts,
         deprecated_distributions=deprecated,

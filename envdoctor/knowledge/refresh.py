@@ -45,7 +45,7 @@ from . import load as L
 from envdoctor.facts.versions import lower_bound
 from envdoctor.facts.versions import major_minor as series
 
-from .index import DistFile, IndexClient, exact_pin, python_for, requirements, spec_of
+from .index import DistFile, IndexClient, exact_pin, python_for, python_markers, requirements, spec_of
 from .verify import _first, _jaxlib_requirement, _torch_cuda
 
 def refresh_specs() -> List[FrameworkSpec]:
@@ -220,6 +220,9 @@ def _torch(m, client: IndexClient, date: str) -> TableUpdate:
                 patch[comp], patch[f"{comp}_requires"] = got
         if "triton" in reqs:
             patch["triton"] = str(reqs["triton"].specifier)
+        markers = python_markers(meta)
+        if "triton" in markers:
+            patch["triton_marker"] = markers["triton"]
         if meta.requires_python:
             patch["requires_python"] = meta.requires_python
         patch["pypi_wheel"] = dist.filename
@@ -271,6 +274,9 @@ def _torch(m, client: IndexClient, date: str) -> TableUpdate:
         # ---- variant rows: the PyPI default build, and a cpu build like every release before
         if cuda_pin:
             var = _torch_cuda_variant(sv, vname, cuda_pin, toolkit_pin, cudnn_pin, reqs, prev_var, source, date)
+            held = {k: mk for k, mk in markers.items() if k in var.get("nvidia_pins", {})}
+            if held:
+                var["pin_markers"] = held
             up.add("variant", var)
             assumed = f"arch list assumed from torch {prev_var.torch} {prev_var.name}" if prev_var else "arch list unknown"
             up.messages.append(f"torch {sv} {vname}: {assumed} (UNVERIFIED)")

@@ -27,7 +27,8 @@ def table_rows(m: Any, table: str) -> Dict[str, List[Any]]:
         return {"release": list(m.tensorflow_releases),
                 "patch": [p for r in m.tensorflow_releases for p in r.patch_rows]}
     if table == "jax":
-        return {"release": list(m.jax_releases), "plugin": [p for r in m.jax_releases for p in r.plugins.values()]}
+        return {"release": list(m.jax_releases), "plugin": [p for r in m.jax_releases for p in r.plugins.values()],
+                "jaxlib": list(m.jaxlib_series)}
     if table == "cudnn":
         return {"release": list(m.cudnn_releases)}
     if table == "gpu_support":

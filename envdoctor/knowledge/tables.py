@@ -211,11 +211,36 @@ class TorchPatch(_Row):
     torchaudio: Optional[str] = None
     torchaudio_requires: Optional[str] = None
     triton: Optional[str] = None  # specifier in torch's Requires-Dist ("==3.1.0", "~=3.8.0")
+    triton_marker: Optional[str] = None  # the PEP 508 marker of the triton line beyond the platform (python_version)
     requires_python: Optional[str] = None
     python: Optional[str] = None  # overrides the release's python when set
     pypi_wheel: Optional[str] = None
     note: Optional[str] = None
     origin: str = ""
+
+
+_MARKER_PLATFORMS = {"linux-x86_64": ("Linux", "x86_64"), "linux-aarch64": ("Linux", "aarch64"),
+                     "win-amd64": ("Windows", "AMD64"), "macos-arm64": ("Darwin", "arm64")}
+
+
+def marker_holds(marker: Optional[str], python: Optional[str], platform: str = "linux-x86_64") -> Optional[bool]:
+    """Does a Requires-Dist marker hold for CPython ``python`` on ``platform`` (a matrices platform key)?  True
+    without a marker; None when it cannot be told (no Python, an unknown platform, a marker that does not parse)."""
+    if not marker:
+        return True
+    system_machine = _MARKER_PLATFORMS.get(platform)
+    if python is None or system_machine is None:
+        return None
+    from packaging.markers import InvalidMarker, Marker  # packaging's marker parser: only for rows that carry one
+
+    from envdoctor.facts.platform import marker_env_for
+
+    try:
+        env = marker_env_for(system_machine[0], system_machine[1], python)
+        env["extra"] = ""
+        return bool(Marker(marker).evaluate(env))
+    except (InvalidMarker, ValueError, TypeError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -242,10 +267,19 @@ class TorchVariant(_Row):
     arch_source: Optional[str] = None
     arch_verified: Optional[str] = None
     nvidia_pins: Dict[str, str] = field(default_factory=dict)  # PyPI Requires-Dist pins (default build)
+    # package -> the PEP 508 marker of its Requires-Dist line, where it says more than the platform
+    # (cuda-bindings only below some Python): the pin applies only where the marker holds
+    pin_markers: Dict[str, str] = field(default_factory=dict)
     cuda_toolkit_extras: List[str] = field(default_factory=list)
     platforms_note: Optional[str] = None
     note: Optional[str] = None
     origin: str = ""
+
+    def pins_for(self, python: Optional[str], platform: str = "linux-x86_64") -> Dict[str, str]:
+        """``nvidia_pins`` that apply for CPython ``python`` on ``platform``: a pin whose marker (``pin_markers``)
+        does not hold there is left out; with ``python`` unknown every pin is kept."""
+        return {name: sp for name, sp in self.nvidia_pins.items()
+                if marker_holds(self.pin_markers.get(name), python, platform) is not False}
 
     @property
     def cuda_major(self) -> Optional[int]:
@@ -454,6 +488,37 @@ class JaxPlugin(_Row):
     cuda_runtime: Optional[str] = None
     note: Optional[str] = None
     origin: str = ""
+
+
+@dataclass(frozen=True)
+class JaxlibSeries(_Row):
+    """jaxlib releases ``version`` .. ``last`` whose CUDA builds were jaxlib itself (``+cuda111``,
+    ``+cuda11.cudnn82``), before the CUDA plugins: the Pythons of their wheels, the CUDA X.Y of their builds,
+    the cuDNN each CUDA X.Y was built with (where the label does not say it) and the compute capabilities of
+    the CUDA kernels compiled into jaxlib (XLA generates the rest for the GPU it runs on)."""
+
+    version: str  # first jaxlib release of the row
+    last: str  # last jaxlib release of the row (inclusive)
+    python: str
+    source: str
+    verified: str
+    cuda: List[str] = field(default_factory=list)
+    cudnn: Dict[str, str] = field(default_factory=dict)  # CUDA X.Y of the label -> cuDNN built with
+    arch_list: List[str] = field(default_factory=list)
+    arch_source: Optional[str] = None
+    arch_verified: Optional[str] = None
+    note: Optional[str] = None
+    origin: str = ""
+
+    def covers(self, version: str) -> bool:
+        v = parse_version(version)
+        return v is not None and Version(self.version) <= Version(v.public) <= Version(self.last)
+
+    @property
+    def cc_min(self) -> Optional[str]:
+        """The lowest compute capability its compiled kernels serve (None when the list is unknown)."""
+        ccs = sorted(Version(cc) for cc in (normalize_cc(a) for a in self.arch_list) if cc)
+        return str(ccs[0]) if ccs else None
 
 
 @dataclass(frozen=True)

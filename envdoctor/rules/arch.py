@@ -16,7 +16,7 @@ https://github.com/tensorflow/tensorflow/issues/111958 and /101746.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
@@ -322,6 +322,9 @@ def _jax_findings(ctx, r, b: CudaBuild, groups, vis) -> list:
     rel = m.jax_release(jv.version) if jv is not None else None
     if rel is None:
         rel = m.jax_release(b.fw.version)
+    series = m.jaxlib_row(b.fw.version) if b.fw.name == "jaxlib" else None
+    if series is not None and series.cc_min:
+        return _jaxlib_findings(ctx, r, b, groups, vis, series)
     if rel is None:
         return []
     plugin = rel.plugins.get(f"cuda{b.major}")
@@ -338,12 +341,7 @@ def _jax_findings(ctx, r, b: CudaBuild, groups, vis) -> list:
         ]
         msg = (f"{_gpus_text(ctx, gpus)} is below the minimum compute capability {plugin.cc_min} of "
                f"{b.label}: JAX cannot use this GPU with it.")
-        ccs = list(groups)
-
-        def fits(rr, pp) -> bool:
-            return all(Version(c) >= Version(pp.cc_min) for c in ccs if pp.cc_min)
-
-        ch = jax_choice(ctx, fits, jv.version if jv is not None else None)
+        ch = _plugin_for(ctx, list(groups))
         fixes = []
         if ch is not None:
             rr, pp = ch
@@ -358,10 +356,62 @@ def _jax_findings(ctx, r, b: CudaBuild, groups, vis) -> list:
             fixes.append(f"No JAX CUDA plugin in envdoctor's data supports compute capability {cc}; "
                          f"remove the plugin to run JAX on the CPU:")
             fixes.append(f"$ pip uninstall -y {b.fw.distribution or b.fw.name}")
-        severity = "error" if vis.certain else "warning"
-        out.append(r.finding(msg, severity=severity, evidence=ev, fix=fixes,
-                             subject=f"{b.label} on GPU {','.join(str(g.index) for g in gpus)}",
-                             cause=no_kernel_cause(m, b.major, cc, b.fw.distribution)))
+        out.append(_below_finding(ctx, r, b, cc, gpus, vis, msg, ev, fixes))
+    return out
+
+
+def _plugin_for(ctx, ccs) -> Any:
+    """(release, plugin) of the jax CUDA plugin a fix names for GPUs of compute capabilities ``ccs``, else None."""
+    def fits(rr, pp) -> bool:
+        return all(Version(c) >= Version(pp.cc_min) for c in ccs if pp.cc_min)
+
+    jv = ctx.framework("jax")
+    return jax_choice(ctx, fits, jv.version if jv is not None else None)
+
+
+def _below_finding(ctx, r, b: CudaBuild, cc: str, gpus, vis, msg: str, ev, fixes) -> Finding:
+    """The finding of GPUs below what a JAX build serves: an error when the visible GPUs are certain."""
+    return r.finding(msg, severity="error" if vis.certain else "warning", evidence=ev, fix=fixes,
+                     subject=f"{b.label} on GPU {','.join(str(g.index) for g in gpus)}",
+                     cause=no_kernel_cause(ctx.matrices, b.major, cc, b.fw.distribution))
+
+
+def _jaxlib_findings(ctx, r, b: CudaBuild, groups, vis, series) -> list:
+    """A jaxlib that is its own CUDA build (before the plugins): a GPU below the lowest compute capability its
+    compiled kernels were built for (the data's [[jaxlib]] row) has none of them; XLA compiles the rest itself."""
+    m = ctx.matrices
+    out = []
+    cc_min = series.cc_min
+    archs = " ".join(series.arch_list)
+    for cc, gpus in groups.items():
+        if Version(cc) >= Version(cc_min):
+            continue
+        ev = _gpu_evidence(ctx, gpus) + [
+            EvidenceItem(f"{b.label} (CUDA {b.cuda})", b.fw.version, b.cuda_source),
+            EvidenceItem(f"jaxlib {series.version}-{series.last} compiled CUDA kernels", archs,
+                         f"{series.arch_source} [verified: {series.arch_verified or series.verified}]"),
+        ]
+        ev.extend(vis.evidence)
+        msg = (f"{_gpus_text(ctx, gpus)} is below compute capability {cc_min}, the lowest that {b.label}'s CUDA "
+               f"kernels were built for ({archs}): JAX cannot use this GPU with it.")
+        ccs = list(groups)
+        ch = _plugin_for(ctx, ccs)
+        older = [s for s in m.jaxlib_series if s.cc_min and all(Version(c) >= Version(s.cc_min) for c in ccs)
+                 and Version(s.version) < Version(series.version)]
+        fixes = []
+        if older:
+            last = older[-1]
+            fixes.append(f"jaxlib {last.last} and older were built for {' '.join(last.arch_list)}: install a jaxlib "
+                         f"CUDA build of that release or older, or build jaxlib from source with "
+                         f"--cuda_compute_capabilities={cc}.")
+        elif ch is not None:
+            rr, pp = ch
+            fixes.append(f"Install jax {rr.version} with its CUDA {pp.cuda_major} plugin ({pp.package}, "
+                         f"compute capability >= {pp.cc_min}):")
+            fixes.append(jax_command(rr, pp))
+        else:
+            fixes.append(f"Build jaxlib from source with --cuda_compute_capabilities={cc}, or run JAX on the CPU.")
+        out.append(_below_finding(ctx, r, b, cc, gpus, vis, msg, ev, fixes))
     return out
 
 

@@ -110,6 +110,13 @@ def cudnn_needs(ctx) -> List[CudnnNeed]:
             v = parse_version(fw.cudnn_version)
             if v is not None:
                 out.append(CudnnNeed(fw, v.major, v, None, True, fw_src(fw), f"cuDNN >= {fw.cudnn_version}"))
+                continue
+            # a 0.1.x label names only the CUDA (+cuda111): the data's row says which cuDNN that build was built with
+            series = m.jaxlib_row(fw.version) if m is not None else None
+            built = series.cudnn.get(fw.cuda_version or "") if series is not None else None
+            bv = parse_version(built)
+            if series is not None and bv is not None:
+                out.append(CudnnNeed(fw, bv.major, bv, None, False, row_src(ctx, series), f"cuDNN {bv.major} (built with {built})"))
             continue
         if plugin is not None and m is not None:
             rel = m.jax_release(fw.version)

@@ -61,7 +61,8 @@ def _data_python_spec(ctx, fw):
     if fw.name in ("jax", "jaxlib"):
         rel = m.jax_release(fw.version)
         if rel is None or Version(rel.version) != Version(Version(fw.version).public):
-            return None, None
+            series = m.jaxlib_row(fw.version) if fw.name == "jaxlib" else None
+            return (series.python, series) if series is not None else (None, None)
         return rel.requires_python, rel
     return None, None
 
@@ -83,6 +84,8 @@ def _supported_release(ctx, fw, py: Version) -> Optional[str]:
         for rel in m.jax_releases:
             if spec_contains(rel.requires_python, py) is not False:
                 rows.append(Version(rel.version))
+        if fw.name == "jaxlib":  # the jaxlib releases before the plugins: the last of each row
+            rows += [Version(s.last) for s in m.jaxlib_series if spec_contains(s.python, py) is not False]
     newer = sorted(v for v in rows if v > cur)
     if newer:
         return str(newer[0])
@@ -380,8 +383,10 @@ def release_not_in_data(ctx: Context, r: Rule) -> List[Finding]:
         elif bf.family != "torch" or fw.requires:
             skipped.append("the cuDNN it needs")
         skipped.append("its Python range")
-        where = (f"older than envdoctor's data (oldest {bf.family} it knows: {bf.oldest})" if bf.position == "older"
-                 else f"not a release envdoctor's data knows ({bf.family} {bf.oldest} to {bf.newest})")
+        # jaxlib's own rows (before the plugins) start the jax family's data: name jaxlib, whose version it is
+        named = fw.name if bf.family == "jax" else bf.family
+        where = (f"older than envdoctor's data (oldest {named} it knows: {bf.oldest})" if bf.position == "older"
+                 else f"not a release envdoctor's data knows ({named} {bf.oldest} to {bf.newest})")
         msg = (f"{label} is {where}: "
                + (f"judged from what the build states about itself ({'; '.join(judged)}); " if judged else
                   "the build states nothing envdoctor can judge; ")
@@ -392,7 +397,7 @@ def release_not_in_data(ctx: Context, r: Rule) -> List[Finding]:
                            else "matrices")]
         fix = ["Run `envdoctor smoke`: it runs real kernels on the GPU and tests what the data cannot."]
         if bf.oldest and bf.position == "older":
-            fix.append(f"or upgrade to a {bf.family} release envdoctor knows (>= {bf.oldest}) if this GPU and driver "
+            fix.append(f"or upgrade to a {named} release envdoctor knows (>= {bf.oldest}) if this GPU and driver "
                        "support it.")
         out.append(r.finding(msg, evidence=ev, fix=fix, subject=label, area=_AREA_OF[bf.family]))
     return out

@@ -61,16 +61,17 @@ def test_the_same_torch_on_a_gpu_its_cuda_targets_gets_no_arch_error():
     assert not by_id(found, "ED200") and not by_id(found, "ED902")
 
 
-def test_jax_0_4_9_on_a_k80_names_what_was_not_judged():
+def test_jax_0_4_9_on_a_k80_is_judged_from_the_jaxlib_row():
     """https://github.com/jax-ml/jax/issues/15961 : jax 0.4.9 / jaxlib 0.4.9+cuda11.cudnn86 on a Tesla K80 with
-    driver 470.182.03 (reports CUDA 11.8 in the container). jaxlib no longer supports Kepler (jax-ml/jax#14411),
-    which the data cannot say for 0.4.9: ED902 on the JAX line, with cuDNN 8.6 read from the label."""
+    driver 470.182.03 (reports CUDA 11.8 in the container). jaxlib no longer supports Kepler (jax-ml/jax#14411): the
+    data's jaxlib 0.4.4-0.4.11 row (.bazelrc sm_52 and up) says so, an ED200 error on the K80, and nothing is left for
+    ED902 to name."""
     snap = sf.machine(driver="470.182.03", driver_cuda="11.8", gpus=["Tesla K80:3.7"],
                       frameworks=jax_with("0.4.9", "0.4.9+cuda11.cudnn86"), python="3.8.10")
-    f = by_id(check(snap, ["ED902"]), "ED902")
-    assert len(f) == 1 and f[0].area == "jax" and f[0].severity == "warning"
-    assert "jaxlib 0.4.9+cuda11.cudnn86 is older than envdoctor's data" in f[0].message
-    assert "cuDNN 8.6" in f[0].message and "oldest GPU generation" in f[0].message
+    found = check(snap, ["ED902", "ED200"])
+    assert not by_id(found, "ED902"), [f.message for f in found]
+    ed200 = by_id(found, "ED200")
+    assert [f.severity for f in ed200] == ["error"] and "sm_52" in ed200[0].message
 
 
 def test_jaxlib_0_1_with_no_cudnn_label_says_cudnn_was_not_judged():
