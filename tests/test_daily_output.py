@@ -36,12 +36,12 @@ def test_identical_gpus_are_counted_not_listed(tmp_path):
 
 
 def test_a_fix_list_never_starts_with_or(tmp_path):
-    """Python 3.6 with a torch whose Requires-Python excludes it, and no torch release in the data for 3.6: the only
+    """Python 3.4 with a torch whose Requires-Python excludes it, and no torch release in the data for 3.4: the only
     remedy left is the alternative, and it reads as the first step."""
     fw = torch("2.1.2+cu121", cuda="12.1", cudnn="8.9.2")
     fw.requires_python = ">=3.8.0"
     snap = machine(driver="535.104.05", driver_cuda="12.2", gpus=["NVIDIA A100-SXM4-80GB:8.0"], frameworks=[fw],
-                   python="3.6.15")
+                   python="3.4.10")
     p = _check(tmp_path, snap, "--format", "json")
     fixes = [f["fix"] for f in json.loads(p.stdout)["findings"] if f["fix"]]
     assert fixes, p.stdout

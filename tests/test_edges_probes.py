@@ -23,7 +23,7 @@ def _script(path: Path, body: str) -> Path:
 
 
 def _envdoctor(*args, env=None, timeout=120):
-    e = dict(os.environ, ENVDOCTOR_NO_CACHE="1", ENVDOCTOR_CACHE_DIR="/nonexistent-envdoctor-test", LANG="C")
+    e = dict(os.environ, ENVDOCTOR_NO_CACHE="1", LANG="C")
     e.update(env or {})
     return subprocess.run([sys.executable, "-m", "envdoctor", *args], capture_output=True, text=True, env=e,
                           timeout=timeout)

@@ -36,7 +36,7 @@ def _default_signals() -> None:
 
 
 def _start():
-    env = dict(os.environ, ENVDOCTOR_CACHE_DIR="/nonexistent-envdoctor-test", ENVDOCTOR_NO_CACHE="1")
+    env = dict(os.environ, ENVDOCTOR_NO_CACHE="1")
     return subprocess.Popen([sys.executable, "-m", "envdoctor", "check"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, env=env, preexec_fn=_default_signals)
 

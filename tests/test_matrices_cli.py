@@ -136,7 +136,7 @@ def test_index_from_pip_environment(capsys, monkeypatch):
 
 
 def test_offline_is_one_line_exit_2_in_a_real_process():
-    env = dict(os.environ, PIP_CONFIG_FILE=os.devnull, ENVDOCTOR_CACHE_DIR="/nonexistent-envdoctor-test")
+    env = dict(os.environ, PIP_CONFIG_FILE=os.devnull)
     proc = subprocess.run([sys.executable, "-m", "envdoctor", "matrices", "verify", "--index-url", closed_port_url(),
                            "--timeout", "2"], capture_output=True, text=True, env=env, timeout=60)
     line = one_line_error(proc.returncode, proc.stderr)

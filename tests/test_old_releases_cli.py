@@ -7,8 +7,10 @@ than this interpreter, the probe's snapshot is given the Python the release's wh
 `check --snapshot`, as a snapshot taken on that machine would be."""
 from __future__ import annotations
 
+import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -212,6 +214,11 @@ def _the_only_error(tmp_path, dists, driver, gpu, cc, python, rule_id, needle):
     report = _check(tmp_path, venv, env, python=python)
     _judged(report, "jax")
     errors = [f for f in report["findings"] if f["severity"] == "error"]
+    # the fake machine keeps this host's own CUDA toolkit, whose ptxas is newer than the fake driver: an old jaxlib
+    # compiling with it fails (ED161, an error for these releases); a fact of the host, not of the release's row
+    host_ptxas = [f for f in errors if f["id"] == "ED161"]
+    assert not host_ptxas or glob.glob("/usr/local/cuda*/bin/ptxas") or shutil.which("ptxas"), host_ptxas
+    errors = [f for f in errors if f["id"] != "ED161"]
     assert [f["id"] for f in errors] == [rule_id], report["findings"]
     assert needle in errors[0]["message"], errors[0]
     return errors[0]

@@ -34,8 +34,8 @@ def _tf_60913():
 
 def _jax_6517():
     """https://github.com/jax-ml/jax/issues/6517 : jaxlib 0.1.65+cuda112 with cuDNN 8.0.5 ("Loaded runtime CuDNN
-    library: 8.0.5 but source was compiled with: 8.1.0"). Its label names no cuDNN: the data cannot say 8.1, so
-    ED902 names the cuDNN check as not judged (class 1) instead of a silent pass."""
+    library: 8.0.5 but source was compiled with: 8.1.0"). Its label names no cuDNN; the jaxlib row of its series
+    does (jax's build/install_cuda.sh at jaxlib-v0.1.65: cuDNN 8.1.0.77 for CUDA 11.2)."""
     return sf.machine(driver="460.32.03", driver_cuda="11.2", gpus=["NVIDIA GeForce RTX 3090:8.6"],
                       frameworks=jax_with("0.2.12", "0.1.65+cuda112"), cudnn=[_syscudnn("8.0.5")], python="3.8.10")
 
@@ -49,9 +49,11 @@ def test_a_cudnn_older_than_the_build_is_an_error(make, tmp_path, capsys):
     assert ed300[0]["fix"]
 
 
-def test_jaxlib_0_1_65_says_the_cudnn_check_was_skipped():
-    f = by_id(check(_jax_6517(), ["ED300", "ED902"]), "ED902")
-    assert f and "the cuDNN it needs" in f[0].message
+def test_jaxlib_0_1_65_refuses_an_older_cudnn_as_the_report_says():
+    found = check(_jax_6517(), ["ED300", "ED902"])
+    ed300 = by_id(found, "ED300")
+    assert [f.severity for f in ed300] == ["error"] and "8.1" in ed300[0].message and "8.0.5" in ed300[0].message
+    assert not by_id(found, "ED902"), [f.message for f in found]
 
 
 def test_torchvision_0_15_with_another_cuda_minor_refuses_to_load():
