@@ -203,3 +203,21 @@ def test_the_cache_keeps_answers_compact_reads_the_full_form_and_forgets_gone_fi
     raw = json.loads(where.read_text())
     assert str(gone) not in raw["files"] and raw["files"][str(plain)]["scan"] == {}
     assert BinaryCache(where).scan(str(cuda)) == truth[str(cuda)]
+
+
+def test_a_torch_older_than_the_data_is_judged_by_the_gpu_code_in_its_own_binaries(tmp_path):
+    """torch 0.4.1 (CUDA 9.2) has no row in the data: its arch list is read from its own fatbins instead. Its GPU
+    library built for sm_80 only on a Tesla T4 (7.5) is "no kernel image is available" (ED250, naming the file),
+    and ED902 says the arch was judged from the binaries rather than "not judged"."""
+    so = _extension(tmp_path, "sm80.so", ["arch=compute_80,code=sm_80"])
+    venv, env = _machine(tmp_path, so, "7.5")
+    sp = next((venv / "lib").glob("python3*/site-packages"))
+    (tmp_path / "empty.py").write_text("")
+    add_dist(sp, "torch", "0.4.1", {"torch/__init__.py": tmp_path / "empty.py", "torch/lib/libcaffe2_gpu.so": so,
+                                    "torch/version.py": FIX / "frameworks" / "torch_version_0.4.1_cuda9.2.py"})
+    found, report = _check(venv, env)
+    ed250 = [f for f in found if f["id"] == "ED250" and "torch 0.4.1" in f["message"]]
+    assert [f["severity"] for f in ed250] == ["error"] and "libcaffe2_gpu.so" in ed250[0]["message"], found
+    [ed902] = [f for f in report["findings"] if f["id"] == "ED902" and "torch 0.4.1" in f["message"]]
+    assert "the GPU code in its own binaries (1 file: sm_80)" in ed902["message"], ed902["message"]
+    assert "its compiled GPU arch list" not in ed902["message"].split("not judged:")[1], ed902["message"]

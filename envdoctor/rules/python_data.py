@@ -24,7 +24,7 @@ from typing import List, Optional
 from packaging.version import Version
 
 from envdoctor.facts.labels import fw_label, fw_source, row_source
-from envdoctor.facts.pins import spec_contains
+from envdoctor.facts.pins import norm, spec_contains
 from envdoctor.facts.platform import python_version
 from envdoctor.facts.versions import parse_version
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
@@ -332,6 +332,14 @@ def _gpu_build_facts(ctx):
     return out
 
 
+def _own_gpu_code(ctx, fw) -> list:
+    """The binaries probe's readable CUDA binaries of the framework's own distribution (libtorch_cuda.so,
+    xla_extension.so, _pywrap_tensorflow_internal.so)."""
+    name = norm(fw.distribution or fw.name)
+    return [b for b in ctx.snap.binaries.binaries
+            if b.package and norm(b.package) == name and (b.sass or b.ptx) and not b.unreadable]
+
+
 @rule(
     id="ED902",
     name="release-not-in-data",
@@ -344,7 +352,8 @@ TensorFlow release, the cuDNN a release was built with, its Python range) have n
 release older than the data or absent from it (torch 1.3, jaxlib 0.1.x, a source build). envdoctor
 still judges what the build states about itself: the CUDA version in torch/version.py, jaxlib's local
 version (+cuda112, +cuda12.cudnn89), TensorFlow's build_info, its nvidia-* pins, against the driver
-tables (ED100) and the CUDA-to-compute-capability table (ED200), which need no release row. What it
+tables (ED100) and the CUDA-to-compute-capability table (ED200), which need no release row, and the GPU code in
+its own binaries where the binaries probe read their fatbins (a GPU none of their targets serves: ED250). What it
 could not judge is said here, on the framework's line of the report, which is then not shown as fine:
 such a release has failed on real machines for exactly the facts that were skipped (torch 1.3's
 binaries dropped sm_35 and failed on a Tesla K40m; jax 0.4.9 on a Tesla K80).
@@ -372,8 +381,15 @@ def release_not_in_data(ctx: Context, r: Rule) -> List[Finding]:
             judged.append(f"CUDA {bf.cuda} against the driver and the GPUs")
         elif bf.rocm:
             judged.append(f"ROCm {bf.rocm} against the machine's GPU vendor")
+        own = _own_gpu_code(ctx, fw)
         if bf.arch_list:
             judged.append("its own compiled arch list")
+        elif own:
+            # its fatbins hold at least the targets its kernels were built for (linked-in code may add more): a GPU
+            # none of them serves has no kernel (ED250 says so, naming the files); the data's row is not needed
+            targets = sorted({t for b in own for t in b.sass + b.ptx})
+            judged.append(f"the GPU code in its own binaries ({len(own)} file{'s' if len(own) != 1 else ''}: "
+                          f"{' '.join(targets)})")
         elif bf.family != "jax":
             skipped.append("its compiled GPU arch list")
         if bf.family == "jax":
