@@ -44,12 +44,12 @@ def index():
         yield idx
 
 
-def gate(tmp_path, resolver, index_url, text, *args, name="requirements.txt", pip_conf="/dev/null"):
+def gate(tmp_path, resolver, index_url, text, *args, name="requirements.txt", pip_conf="/dev/null", more_env=None):
     req = tmp_path / name
     req.write_text(text)
     env = {"ENVDOCTOR_GATE_RESOLVER": resolver, "PIP_CONFIG_FILE": pip_conf, "PIP_INDEX_URL": index_url,
            "PIP_EXTRA_INDEX_URL": "", "PIP_FIND_LINKS": "", "UV_CACHE_DIR": str(tmp_path / "uv-cache"),
-           "PIP_CACHE_DIR": str(tmp_path / "pip-cache"), "PIP_NO_INPUT": "1"}
+           "PIP_CACHE_DIR": str(tmp_path / "pip-cache"), "PIP_NO_INPUT": "1", **(more_env or {})}
     r = CliRunner().invoke(main, ["gate", str(req), *args, "--format", "json"], env=env)
     assert r.exit_code in (0, 1), r.output
     return r.exit_code, json.loads(r.stdout if hasattr(r, "stdout") else r.output)
@@ -119,7 +119,10 @@ def test_torch_2_1_0_with_xformers_0_0_20_conflict_names_both_lines(tmp_path, in
 
 @pytest.mark.parametrize("resolver", RESOLVERS)
 def test_no_index_reachable_falls_back_to_the_offline_planner(tmp_path, resolver):
-    code, data = gate(tmp_path, resolver, closed_port_url(), "torch\nxformers==0.0.20\n", *PASCAL_470)
+    # (uv's own retries of a refused connection, seconds of back-off, are not what is tested; pip's are kept:
+    # without them pip does not say the connection failed, only "from versions: none")
+    code, data = gate(tmp_path, resolver, closed_port_url(), "torch\nxformers==0.0.20\n", *PASCAL_470,
+                      more_env={"UV_HTTP_RETRIES": "0"})
     unit = data["inputs"][0]
     assert unit["resolver"].startswith("offline (" + resolver + " could not resolve"), unit["resolver"]
     assert _torch_of(data) == ["2.0.1"] and code == 0  # the planner, with the xformers line's torch pin from the data
