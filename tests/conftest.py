@@ -9,6 +9,11 @@ import pytest
 
 
 def pytest_configure(config):
+    # pip settings of the shell that started the run say where *that* install reads packages from (.ci/run points
+    # the README's install at a wheelhouse and no index): the tests state their own indexes, and envdoctor, gate's
+    # resolver and the venvs the tests make read pip's environment, so these would change what they see.
+    for var in ("PIP_NO_INDEX", "PIP_FIND_LINKS"):
+        os.environ.pop(var, None)
     # envdoctor's user cache (refreshed tables, the parsed form of the bundled ones) is per test run,
     # so a cache left by another checkout or version never changes what the tests see; a test that
     # needs its own sets ENVDOCTOR_CACHE_DIR itself. Set here, so that subprocesses inherit it too.
