@@ -267,6 +267,8 @@ FOUND = [
     # CUDA majors, ED662 did not see the table frameworks
     _t("torch", driver="470.42.01", cuda="11.8", python="3.11"),  # lock wrote torch 2.7.1+cu118 (minor-version
     # compatibility); gate refused the target itself ("runs CUDA up to 11.4, older than --cuda 11.8")
+    _t("torch", ["3.0"], cuda="11.8", python="3.9"),  # a GPU with only --cuda stated: ED200 was silent, lock refused
+    _t("torch", driver="450.51.05", cuda="11.8", python="3.9"),  # a driver below the 11.x line's MVC floor
 ]
 
 

@@ -111,10 +111,6 @@ def build_target(matrices: Any, *, snapshot_file: Optional[str], driver: Optiona
         # read as a forward-compatibility libcuda
         runs = matrices.max_cuda_for_driver(driver, driver_os(platform))
         if runs and _newer(cuda, runs):
-            if not matrices.driver_runs_cuda(driver, cuda, driver_os(platform)):
-                # not even through minor-version compatibility (CUDA 13 on an R535 driver): no machine is both
-                raise BadInput(f"--driver {driver} runs CUDA up to {runs} and cannot run the --cuda {cuda} line, "
-                               "not even through minor-version compatibility: they disagree")
             cuda = None
     stated = bool(driver or gpus or cpu or platform or python_version or cuda or glibc)
     try:

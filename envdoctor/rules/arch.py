@@ -194,8 +194,9 @@ fix: `pip install torch==2.10.0 --index-url https://download.pytorch.org/whl/cu1
 )
 def gpu_arch_not_in_build(ctx: Context, r: Rule) -> List[Finding]:
     vis = visible_gpus(ctx)
-    # a GPU's arch against a build's does not depend on the driver: GPUs stated without one are judged too
-    if not vis.gpus or not (ctx.has_nvidia_gpu or ctx.snap.driver.state == "unknown"):
+    # a GPU's arch against a build's does not depend on the driver: GPUs stated without one (or with only the CUDA
+    # line it runs, --cuda: a working driver whose version is not stated) are judged too
+    if not vis.gpus or not (ctx.has_nvidia_gpu or ctx.snap.driver.state in ("ok", "unknown")):
         return []
     m = ctx.matrices
     groups = _cc_groups(ctx, vis.gpus)
