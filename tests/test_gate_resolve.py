@@ -128,6 +128,17 @@ def test_no_index_reachable_falls_back_to_the_offline_planner(tmp_path, resolver
     assert _torch_of(data) == ["2.0.1"] and code == 0  # the planner, with the xformers line's torch pin from the data
 
 
+def test_an_index_that_does_not_answer_is_no_target_verdict_when_pip_makes_no_retries(tmp_path):
+    """pip with `retries = 0` prints no connection error for an index that refuses, only "No matching distribution
+    found for torch": the index's silence is checked (one bounded request), so the input falls back to the offline
+    planner instead of a false ED803 on torch."""
+    code, data = gate(tmp_path, "pip", closed_port_url(), "torch\nxformers==0.0.20\n", *PASCAL_470,
+                      more_env={"PIP_RETRIES": "0"})
+    unit = data["inputs"][0]
+    assert unit["resolver"].startswith("offline (pip could not resolve"), unit["resolver"]
+    assert _torch_of(data) == ["2.0.1"] and code == 0 and not any(f["id"] == "ED803" for f in unit["findings"])
+
+
 @pytest.mark.parametrize("resolver", RESOLVERS)
 def test_without_pep_658_metadata_the_resolver_reads_the_wheel(tmp_path, resolver):
     with FakeIndex(served_files(), mode="nometa", serve_wheels=True) as idx:

@@ -370,7 +370,16 @@ def resolve_unit(unit: InputUnit, reqs: Sequence[InputRequirement], *, python: s
                 last = [ln.strip() for ln in said.splitlines() if ln.strip()][-1:]
                 out.status, out.message = "error", f"{tool} crashed ({last[0][:160] if last else 'a traceback'})"
                 return out
-            return _failure(out, said)
+            failed = _failure(out, said)
+            if tool == "pip" and failed.status == "failed" and failed.causes and \
+                    set(failed.causes.values()) == {"unstated"}:
+                silent = _silent_indexes(environ, text, sorted(failed.causes)[0])
+                if silent:
+                    # pip told to make no retries (retries = 0) prints no connection error, only "No matching
+                    # distribution": an index that does not answer is the cause, not the target
+                    failed.status = "unreachable"
+                    failed.message += f"\n(no answer from {silent})"
+            return failed
         if tool == "uv":
             out.dists = parse_uv_output(res.stdout)
         else:
@@ -380,6 +389,31 @@ def resolve_unit(unit: InputUnit, reqs: Sequence[InputRequirement], *, python: s
             except (OSError, ValueError) as exc:
                 out.status, out.message = "error", f"pip's report cannot be read: {exc}"
         return out
+
+
+def _silent_indexes(environ: Mapping[str, str], text: str, project: str) -> Optional[str]:
+    """The indexes pip read for the input (pip's configuration and the input's own index lines), when none of them
+    answers for ``project`` (one bounded request each, no retry); None when any answers or none is known."""
+    from envdoctor.knowledge.index import IndexClient, IndexUnavailable, NoIndexConfigured, configured_indexes
+
+    urls: List[str] = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] in ("-i", "--index-url", "--extra-index-url"):
+            urls.append(parts[1])
+    try:
+        urls += configured_indexes(env=environ).urls
+    except NoIndexConfigured:
+        pass
+    if not urls:
+        return None
+    for url in dict.fromkeys(urls):
+        try:
+            IndexClient([url], timeout=5, retries=0).fetch(url.rstrip("/") + f"/{project}/")
+        except IndexUnavailable:
+            continue
+        return None
+    return ", ".join(dict.fromkeys(urls))
 
 
 def _canon(text: str) -> str:
