@@ -332,6 +332,23 @@ def _gpu_build_facts(ctx):
     return out
 
 
+def _unrowed_torch_variant(ctx, bf) -> str:
+    """For a CUDA torch of a release the data knows, labelled with a CUDA tag (+cu113) the release has no variant row
+    for (a download-index build nobody recorded): the release's variants the data does hold; "" otherwise (a known
+    variant, a source build or a pre-release: those the data is not expected to describe)."""
+    from envdoctor.facts.builds import torch_variant_of
+
+    fw = bf.fw
+    v = parse_version(fw.version)
+    if bf.family != "torch" or fw.build != "cuda" or v is None or not v.local or not v.local.startswith("cu"):
+        return ""
+    if bf.arch_list or torch_variant_of(ctx, fw) is not None:
+        return ""
+    rel = ctx.matrices.torch_release(fw.version)
+    names = sorted({var.name for var in getattr(rel, "variants", []) or []}) if rel is not None else []
+    return f"torch {rel.version if rel is not None else v.base_version} rows: {', '.join(names) or 'none'}"
+
+
 def _own_gpu_code(ctx, fw) -> list:
     """The binaries probe's readable CUDA binaries of the framework's own distribution (libtorch_cuda.so,
     xla_extension.so, _pywrap_tensorflow_internal.so)."""
@@ -372,7 +389,8 @@ def release_not_in_data(ctx: Context, r: Rule) -> List[Finding]:
     m = ctx.matrices
     out = []
     for bf in _gpu_build_facts(ctx):
-        if bf.in_data or bf.position in ("", "newer"):
+        unrowed = bf.in_data and _unrowed_torch_variant(ctx, bf)
+        if not unrowed and (bf.in_data or bf.position in ("", "newer")):
             continue  # known, or newer than the data (ED900)
         fw = bf.fw
         label = fw_label(fw)
@@ -401,8 +419,13 @@ def release_not_in_data(ctx: Context, r: Rule) -> List[Finding]:
         skipped.append("its Python range")
         # jaxlib's own rows (before the plugins) start the jax family's data: name jaxlib, whose version it is
         named = fw.name if bf.family == "jax" else bf.family
-        where = (f"older than envdoctor's data (oldest {named} it knows: {bf.oldest})" if bf.position == "older"
-                 else f"not a release envdoctor's data knows ({named} {bf.oldest} to {bf.newest})")
+        if unrowed:
+            where = f"a build envdoctor's data has no row for ({unrowed})"
+            skipped = [x for x in skipped if x != "its Python range"]  # the release's row states it
+        elif bf.position == "older":
+            where = f"older than envdoctor's data (oldest {named} it knows: {bf.oldest})"
+        else:
+            where = f"not a release envdoctor's data knows ({named} {bf.oldest} to {bf.newest})"
         msg = (f"{label} is {where}: "
                + (f"judged from what the build states about itself ({'; '.join(judged)}); " if judged else
                   "the build states nothing envdoctor can judge; ")

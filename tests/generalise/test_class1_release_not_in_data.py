@@ -93,3 +93,21 @@ def test_releases_the_data_knows_and_cpu_builds_raise_nothing():
     for snap in (known, laptop):
         assert not by_id(check(snap, ["ED902", "ED200"]), "ED902")
     assert not serious(check(laptop, ["ED"]))
+
+
+def test_a_cuda_build_of_a_known_release_without_its_row_is_named_not_passed(tmp_path, capsys):
+    """torch 1.9.0+cu113, a CUDA label the data's torch 1.9 rows do not hold (they hold the builds whose arch lists a
+    source states): its arch list is unknown, so the PyTorch line is not ✓ and ED902 names the release's known
+    builds; a labelled build the data does hold (+cu111) gets no ED902."""
+    def snap(label, cuda):
+        return sf.machine(driver="470.82.01", driver_cuda="11.4", gpus=["NVIDIA A100-SXM4-80GB:8.0"],
+                          frameworks=[sf.torch(f"1.9.0+{label}", cuda=cuda)], python="3.8.10")
+
+    rc, report = check_cli(snap("cu113", "11.3"), tmp_path, capsys)
+    [ed902] = [f for f in report["findings"] if f["id"] == "ED902"]
+    assert ed902["severity"] == "warning" and "no row for" in ed902["message"], ed902
+    assert "cu111" in ed902["message"] and "its compiled GPU arch list" in ed902["message"]
+    rc, text = check_text(snap("cu113", "11.3"), tmp_path, capsys)
+    assert "No issues found" not in text and "[!] PyTorch" in text, text
+    rc, report = check_cli(snap("cu111", "11.1"), tmp_path, capsys)
+    assert not [f for f in report["findings"] if f["id"] == "ED902"], report["findings"]
