@@ -373,7 +373,7 @@ def resolve_unit(unit: InputUnit, reqs: Sequence[InputRequirement], *, python: s
             failed = _failure(out, said)
             if tool == "pip" and failed.status == "failed" and failed.causes and \
                     set(failed.causes.values()) == {"unstated"}:
-                silent = _silent_indexes(environ, text, sorted(failed.causes)[0])
+                silent = _silent_indexes(environ, unit, sorted(failed.causes)[0])
                 if silent:
                     # pip told to make no retries (retries = 0) prints no connection error, only "No matching
                     # distribution": an index that does not answer is the cause, not the target
@@ -391,29 +391,26 @@ def resolve_unit(unit: InputUnit, reqs: Sequence[InputRequirement], *, python: s
         return out
 
 
-def _silent_indexes(environ: Mapping[str, str], text: str, project: str) -> Optional[str]:
-    """The indexes pip read for the input (pip's configuration and the input's own index lines), when none of them
+def _silent_indexes(environ: Mapping[str, str], unit: InputUnit, project: str) -> Optional[str]:
+    """The indexes pip read for the input (its own index options and pip's configuration), when none of them
     answers for ``project`` (one bounded request each, no retry); None when any answers or none is known."""
     from envdoctor.knowledge.index import IndexClient, IndexUnavailable, NoIndexConfigured, configured_indexes
 
-    urls: List[str] = []
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[0] in ("-i", "--index-url", "--extra-index-url"):
-            urls.append(parts[1])
+    urls = [o.url for o in unit.indexes if o.kind in ("index-url", "extra-index-url", "uv-index") and o.url]
     try:
         urls += configured_indexes(env=environ).urls
     except NoIndexConfigured:
         pass
+    urls = list(dict.fromkeys(urls))
     if not urls:
         return None
-    for url in dict.fromkeys(urls):
+    for url in urls:
         try:
             IndexClient([url], timeout=5, retries=0).fetch(url.rstrip("/") + f"/{project}/")
         except IndexUnavailable:
             continue
         return None
-    return ", ".join(dict.fromkeys(urls))
+    return ", ".join(urls)
 
 
 def _canon(text: str) -> str:

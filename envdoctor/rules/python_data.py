@@ -344,9 +344,10 @@ def _unrowed_torch_variant(ctx, bf) -> str:
         return ""
     if bf.arch_list or torch_variant_of(ctx, fw) is not None:
         return ""
-    rel = ctx.matrices.torch_release(fw.version)
-    names = sorted({var.name for var in getattr(rel, "variants", []) or []}) if rel is not None else []
-    return f"torch {rel.version if rel is not None else v.base_version} rows: {', '.join(names) or 'none'}"
+    rel = ctx.matrices.torch_release(fw.version)  # known: only a build of a release in the data is asked about
+    if rel is None:
+        return ""
+    return f"torch {rel.version} rows: {', '.join(sorted({var.name for var in rel.variants})) or 'none'}"
 
 
 def _own_gpu_code(ctx, fw) -> list:
