@@ -17,7 +17,6 @@ Each entry: input, target, exit code, the error findings as ID@lines.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -148,11 +147,3 @@ def test_corpus_lines_that_constrain_torch_indirectly_are_judged_from_the_data_o
 def test_corpus_has_twenty_inputs_with_sources():
     assert len({p for p, *_ in EXPECTED}) >= 20 and len(EXPECTED) == 4 * len({p for p, *_ in EXPECTED})
 
-
-def test_corpus_offline_time(capsys):
-    start = time.monotonic()
-    for path in sorted({p for p, *_ in EXPECTED}):
-        run(path, "a100-535-py311")
-    with capsys.disabled():
-        print(f"\ngate --offline on the {len({p for p, *_ in EXPECTED})}-input corpus (one target, in process): "
-              f"{time.monotonic() - start:.1f} s")
