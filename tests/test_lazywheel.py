@@ -7,6 +7,8 @@ The wheels are real zip files built by tests/index_server.py around the RECORDED
 large payload, the dist-info directory last, or first for tensorflow as bazel writes it).
 """
 import json
+import threading
+import time
 import zipfile
 
 import pytest
@@ -185,6 +187,22 @@ def test_verify_stops_at_the_total_timeout(capsys):
     data = json.loads(out)
     assert code == 2  # nothing could be read in time: not a success
     assert any("total timeout" in m["why"] or "ran out" in m["why"] for m in data["missing"]), data["missing"]
+
+
+def test_verify_joins_its_workers_within_the_total_timeout(capsys):
+    # The server holds every wheel answer far past the budget: the readers must be cut at the deadline and joined,
+    # not left running after the command returns (a later fork refuses while a thread lives).
+    rec = {k: v for k, v in all_recorded().items() if k.startswith("jax-0.")}
+    before = set(threading.enumerate())
+    with FakeIndex(rec, mode="lazy-slow", delay=8.0) as idx:
+        start = time.monotonic()
+        code, out, _ = run(capsys, "matrices", "verify", "--index-url", idx.url, "--table", "jax",
+                           "--total-timeout", "1", "--workers", "2", "--format", "json")
+        took = time.monotonic() - start
+        ours = [t.name for t in threading.enumerate() if t not in before and t.name.startswith("envdoctor-")]
+    assert code == 2, out
+    assert ours == []
+    assert took < 6, took  # the budget (1 s) and the index pages, never the server's 8 s per wheel
 
 
 def test_verify_keeps_to_the_concurrency_limit(capsys):

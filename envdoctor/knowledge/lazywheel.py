@@ -23,6 +23,7 @@ Results (metadata or the reason it could not be read) are kept per client, so a 
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import struct
 import threading
@@ -75,15 +76,55 @@ class _Entry:
 # --------------------------------------------------------------------------- transport
 
 
+class _Flight:
+    """The responses a :func:`prefetch` has open, so that at its deadline it can shut their sockets: a worker
+    blocked reading a slow body then returns at once and the pool's threads can be joined within the budget
+    (threads left running past the call make a later fork refuse, and outlive the command's promise)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.live: set = set()
+        self.over = False
+
+    def enter(self, resp) -> bool:
+        """Record ``resp`` as open; False (and its socket shut) once the deadline has passed."""
+        with self.lock:
+            if not self.over:
+                self.live.add(resp)
+                return True
+        _shut(resp)
+        return False
+
+    def leave(self, resp) -> None:
+        with self.lock:
+            self.live.discard(resp)
+
+    def end(self) -> None:
+        """The deadline passed: shut every open response and any that opens from now on."""
+        with self.lock:
+            self.over = True
+            live, self.live = list(self.live), set()
+        for resp in live:
+            _shut(resp)
+
+
+def _shut(resp) -> None:
+    from .index import _shut as shut_socket
+
+    shut_socket(resp)
+
+
 class _RangeReader:
     """Byte ranges of one remote file, fetched with the client's session settings and kept."""
 
-    def __init__(self, client, url: str, stats: Stats, lock: threading.Lock, deadline: Optional[float]) -> None:
+    def __init__(self, client, url: str, stats: Stats, lock: threading.Lock, deadline: Optional[float],
+                 flight: Optional[_Flight] = None) -> None:
         self.client = client
         self.url = url
         self.stats = stats
         self.lock = lock
         self.deadline = deadline
+        self.flight = flight
         self.size: Optional[int] = None
         self.segments: List[Tuple[int, bytes]] = []
 
@@ -143,12 +184,16 @@ class _RangeReader:
             if self.deadline is not None and time.monotonic() > self.deadline:
                 last = "the total time for reading wheels ran out"
                 break
+            wait_at_most = timeout
+            if self.deadline is not None:
+                # each wait on the socket ends by the deadline, so no worker outlives the total budget
+                wait_at_most = max(0.05, min(timeout, self.deadline - time.monotonic()))
             kwargs = {"headers": {"Range": rng, "Accept-Encoding": "identity"},
-                      "timeout": (min(timeout, 10.0), timeout), "stream": True}
+                      "timeout": (min(wait_at_most, 10.0), wait_at_most), "stream": True}
             if cert:
                 kwargs["verify"] = cert
             try:
-                with self._session().get(self.url, **kwargs) as resp:
+                with self._session().get(self.url, **kwargs) as resp, self._open(resp):
                     status = resp.status_code
                     if status >= 500 or status == 429:
                         last = f"HTTP {status}"
@@ -181,6 +226,16 @@ class _RangeReader:
             except requests.exceptions.RequestException as exc:
                 raise LazyWheelError(f"range request failed: {type(exc).__name__}") from None
         raise LazyWheelError(f"range request failed: {last} (tried {attempt + 1} times)")
+
+    @contextlib.contextmanager
+    def _open(self, resp):
+        if self.flight is not None and not self.flight.enter(resp):
+            raise LazyWheelError("range request failed: the total time for reading wheels ran out")
+        try:
+            yield
+        finally:
+            if self.flight is not None:
+                self.flight.leave(resp)
 
     def _count(self, n: int) -> None:
         with self.lock:
@@ -375,10 +430,11 @@ def _member(reader: _RangeReader, e: _Entry) -> bytes:
     return raw
 
 
-def read_remote_metadata_text(client, url: str, deadline: Optional[float] = None) -> str:
+def read_remote_metadata_text(client, url: str, deadline: Optional[float] = None,
+                              flight: Optional[_Flight] = None) -> str:
     """The text of the ``METADATA`` member of the wheel at ``url`` (http/https), by range requests."""
     stats, lock = _state(client)[1:]
-    reader = _RangeReader(client, url, stats, lock, deadline)
+    reader = _RangeReader(client, url, stats, lock, deadline, flight)
     cd_offset, cd_size = _end_of_directory(reader)
     entry = _find_entry(reader, cd_offset, cd_size)
     return _member(reader, entry).decode("utf-8", errors="replace")
@@ -425,7 +481,7 @@ def _local_copy(client, dist):
     return None
 
 
-def remote_wheel_metadata(client, dist, deadline: Optional[float] = None):
+def remote_wheel_metadata(client, dist, deadline: Optional[float] = None, flight: Optional[_Flight] = None):
     """``Metadata`` of a remote wheel that has no PEP 658 file: a local copy, else range requests.
 
     None when it cannot be read; :func:`failure` says why.
@@ -448,7 +504,7 @@ def remote_wheel_metadata(client, dist, deadline: Optional[float] = None):
         cache[dist.url] = "no metadata file and not an http(s) wheel"
         return None
     try:
-        text = read_remote_metadata_text(client, dist.url, deadline)
+        text = read_remote_metadata_text(client, dist.url, deadline, flight)
     except LazyWheelError as exc:
         cache[dist.url] = f"METADATA not readable by range requests: {exc}"
         return None
@@ -467,7 +523,8 @@ def prefetch(client, dists, workers: int = DEFAULT_WORKERS, total_timeout: Optio
     """Read the METADATA of ``dists`` (those without a PEP 658 file), ``workers`` at a time; ``status(text, done,
     total)`` hears each one read.
 
-    Reads not finished within ``total_timeout`` seconds are recorded as failures ("ran out of time").
+    Reads not finished within ``total_timeout`` seconds are recorded as failures ("ran out of time"); the
+    workers are joined before it returns, their open reads cut at the deadline, so no thread outlives the call.
     """
     cache = _state(client)[0]
     todo, seen = [], set()
@@ -479,9 +536,10 @@ def prefetch(client, dists, workers: int = DEFAULT_WORKERS, total_timeout: Optio
     if not todo:
         return
     deadline = time.monotonic() + total_timeout if total_timeout else None
+    flight = _Flight()
     pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="envdoctor-lazywheel")
     try:
-        futures = {pool.submit(remote_wheel_metadata, client, d, deadline): d for d in todo}
+        futures = {pool.submit(remote_wheel_metadata, client, d, deadline, flight): d for d in todo}
         if status is not None:
             read = itertools.count(1)  # next() on it is atomic: the callbacks run in the pool's threads
 
@@ -497,7 +555,9 @@ def prefetch(client, dists, workers: int = DEFAULT_WORKERS, total_timeout: Optio
                 fut.cancel()
                 cache.setdefault(d.url, f"not read within the total timeout of {total_timeout:g} s")
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        flight.end()
+        # every socket wait is capped at the deadline and the open ones were just shut: the join is short
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 __all__ = ["LazyWheelError", "Stats", "failure", "prefetch", "read_remote_metadata_text", "remote_wheel_metadata",
