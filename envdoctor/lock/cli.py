@@ -16,13 +16,12 @@ import click
 
 from envdoctor.cli_options import Seconds, target_options
 from envdoctor.emit import write_stdout
+from envdoctor.frameworks import registry
 from envdoctor.lock.core import run_lock
 
-# one --NAME option per lockable framework of envdoctor/frameworks/registry.py (a test keeps the two equal;
-# the registry is not imported here: the command is registered at every start)
-FW_EXAMPLES = {"torch": ("2.5.1", "2.5", ">=2.4,<2.6"), "tensorflow": ("2.16.1", "2.16", ">=2.15,<2.18"),
-               "jax": ("0.4.30", "0.4", ">=0.4.26,<0.5"), "onnxruntime": ("1.22.0", "1.22", ">=1.20,<1.24"),
-               "paddlepaddle": ("2.6.2", "2.6", ">=2.5,<2.7")}
+# one --NAME option per lockable framework of the registry, with the examples its spec gives (this module is
+# imported only when lock runs, and lock reads the registry anyway)
+FW_EXAMPLES = {name: registry.get(name).lock_examples for name in registry.names(lockable=True)}
 
 
 def _fw_option(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
