@@ -38,7 +38,7 @@ def _external(entry: str) -> FrameworkSpec:
     if spec.name in SPECS:
         raise BadInput(f"{ENV_VAR}: {entry} names {spec.name!r}, a framework envdoctor already has")
     if hasattr(spec, "matrices_dir") and getattr(spec, "matrices_dir") is None and getattr(module, "__file__", None):
-        spec.matrices_dir = os.path.dirname(os.path.abspath(str(module.__file__)))  # type: ignore[attr-defined]
+        spec.matrices_dir = os.path.dirname(os.path.abspath(str(module.__file__)))
     return spec
 
 

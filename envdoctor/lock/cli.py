@@ -25,10 +25,15 @@ FW_EXAMPLES = {name: registry.get(name).lock_examples for name in registry.names
 
 
 def _fw_option(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    full, short, spec = FW_EXAMPLES[name]
+    examples = FW_EXAMPLES[name]
+    if len(examples) == 3:
+        full, short, spec = examples
+        what = f"a version ({full}, {short}) or a PEP 440 specifier (--{name}='{spec}')"
+    else:  # a spec that gives no examples
+        what = "a version or a PEP 440 specifier"
     return click.option(f"--{name}", name, is_flag=False, flag_value="", default=None, metavar="[SPEC]",
-                        help=f"Put {name} in the environment; SPEC is a version ({full}, {short}) or a PEP 440 specifier "
-                             f"(--{name}='{spec}'). Default: torch, plus what the target environment has installed.")
+                        help=f"Put {name} in the environment; SPEC is {what}. Default: torch, plus what the target "
+                             "environment has installed.")
 
 
 def _fw_options(f: Callable[..., Any]) -> Callable[..., Any]:
