@@ -46,19 +46,19 @@ ALLOWED: Dict[Tuple[str, str], str] = {
     ("gate/plan.py", "'3.0'"): "the same marker-environment placeholder (python_version)",
     ("knowledge/index.py", "'3.12'"): "the Python at which a py3-none wheel's Requires-Dist markers are read when no "
                                       "target Python is given: an evaluation point, not a compatibility claim",
-    # lock's --help: examples of the three SPEC forms (exact, series, specifier). They decide nothing; loading the
+    # lock's --help: examples of the three SPEC forms (exact, series, specifier), each spec's lock_examples. They decide nothing; loading the
     # matrices to render --help would slow every start. test_lock_help_examples_are_releases_the_data_knows keeps
     # each one a release (or a range) the data knows.
-    ("lock/cli.py", "'2.5.1'"): "--torch help example", ("lock/cli.py", "'2.5'"): "--torch help example",
-    ("lock/cli.py", "'>=2.4,<2.6'"): "--torch help example",
-    ("lock/cli.py", "'2.16.1'"): "--tensorflow help example", ("lock/cli.py", "'2.16'"): "--tensorflow help example",
-    ("lock/cli.py", "'>=2.15,<2.18'"): "--tensorflow help example",
-    ("lock/cli.py", "'0.4.30'"): "--jax help example", ("lock/cli.py", "'0.4'"): "--jax help example",
-    ("lock/cli.py", "'>=0.4.26,<0.5'"): "--jax help example",
-    ("lock/cli.py", "'1.22.0'"): "--onnxruntime help example", ("lock/cli.py", "'1.22'"): "--onnxruntime help example",
-    ("lock/cli.py", "'>=1.20,<1.24'"): "--onnxruntime help example",
-    ("lock/cli.py", "'2.6.2'"): "--paddlepaddle help example", ("lock/cli.py", "'2.6'"): "--paddlepaddle help example",
-    ("lock/cli.py", "'>=2.5,<2.7'"): "--paddlepaddle help example",
+    ("frameworks/torch.py", "'2.5.1'"): "--torch help example", ("frameworks/torch.py", "'2.5'"): "--torch help example",
+    ("frameworks/torch.py", "'>=2.4,<2.6'"): "--torch help example",
+    ("frameworks/tensorflow.py", "'2.16.1'"): "--tensorflow help example", ("frameworks/tensorflow.py", "'2.16'"): "--tensorflow help example",
+    ("frameworks/tensorflow.py", "'>=2.15,<2.18'"): "--tensorflow help example",
+    ("frameworks/jax.py", "'0.4.30'"): "--jax help example", ("frameworks/jax.py", "'0.4'"): "--jax help example",
+    ("frameworks/jax.py", "'>=0.4.26,<0.5'"): "--jax help example",
+    ("frameworks/onnxruntime.py", "'1.22.0'"): "--onnxruntime help example", ("frameworks/onnxruntime.py", "'1.22'"): "--onnxruntime help example",
+    ("frameworks/onnxruntime.py", "'>=1.20,<1.24'"): "--onnxruntime help example",
+    ("frameworks/paddle.py", "'2.6.2'"): "--paddlepaddle help example", ("frameworks/paddle.py", "'2.6'"): "--paddlepaddle help example",
+    ("frameworks/paddle.py", "'>=2.5,<2.7'"): "--paddlepaddle help example",
     # int tuples that are not versions
     ("binaries/elf.py", "(1, 2)"): "ELF EI_CLASS / EI_DATA values (32/64-bit, little/big endian)",
     ("outfile.py", "(1, 2)"): "the stdout and stderr file descriptors",

@@ -462,6 +462,8 @@ class FrameworkSpec(abc.ABC):
     #: first one as "module:function"
     version_files: Tuple[str, ...] = ()
     version_parser: Optional[str] = None
+    #: what ``lock --help`` shows for ``--NAME``: a full version, a short one and a PEP 440 range (() = none)
+    lock_examples: Tuple[str, ...] = ()
 
     def classify(self, distribution: str) -> Optional[str]:
         """"gpu" / "cpu" / "plugin" / "companion" for a distribution this framework owns, else None."""

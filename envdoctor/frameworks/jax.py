@@ -63,6 +63,7 @@ def _series(v: Optional[str]) -> Optional[str]:
 
 class JaxSpec(FrameworkSpec):
     name = "jax"
+    lock_examples = ("0.4.30", "0.4", ">=0.4.26,<0.5")
     distributions = {"jax": "gpu", "jaxlib": "cpu", "jax-cuda11-plugin": "plugin", "jax-cuda12-plugin": "plugin",
                      "jax-cuda13-plugin": "plugin", "jax-cuda11-pjrt": "plugin", "jax-cuda12-pjrt": "plugin",
                      "jax-cuda13-pjrt": "plugin"}

@@ -9,6 +9,7 @@ from envdoctor.frameworks.table_spec import TableSpec
 
 class OnnxruntimeSpec(TableSpec):
     name = "onnxruntime"
+    lock_examples = ("1.22.0", "1.22", ">=1.20,<1.24")
     table = "onnxruntime.toml"
     gpu_distribution = "onnxruntime-gpu"
     distributions = {"onnxruntime-gpu": "gpu", "onnxruntime": "cpu", "onnxruntime-rocm": "cpu",

@@ -9,6 +9,7 @@ from envdoctor.frameworks.table_spec import TableSpec
 
 class PaddleSpec(TableSpec):
     name = "paddlepaddle"
+    lock_examples = ("2.6.2", "2.6", ">=2.5,<2.7")
     table = "paddle.toml"
     gpu_distribution = "paddlepaddle-gpu"
     distributions = {"paddlepaddle-gpu": "gpu", "paddlepaddle": "cpu"}

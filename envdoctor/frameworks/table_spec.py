@@ -18,6 +18,9 @@ from envdoctor.knowledge.framework_tables import BuildRow, all_versions, build_t
 class TableSpec(FrameworkSpec):
     #: matrices file ("onnxruntime.toml")
     table: str = ""
+    #: the folder that holds ``table``; None: envdoctor's own matrices/ (a framework registered from outside keeps its
+    #: table beside its module, and the registry fills this in)
+    matrices_dir: Optional[str] = None
     #: the GPU distribution its rows describe ("onnxruntime-gpu")
     gpu_distribution: str = ""
     #: Problem keys check leaves to a rule of the framework's own where the machine has a usable NVIDIA GPU
@@ -55,12 +58,12 @@ class TableSpec(FrameworkSpec):
         """The GPU builds of the table, newest first; none for a CPU-only target (the table lists GPU wheels)."""
         if target.cpu:
             return []
-        out = [self.candidate(row, v) for row in build_table(self.table).rows for v in row.versions]
+        out = [self.candidate(row, v) for row in build_table(self.table, self.matrices_dir).rows for v in row.versions]
         return sorted(out, key=lambda c: Version(c.version), reverse=True)
 
     def own_problems(self, m: Any, cand: Candidate, target: Target) -> List[Problem]:
         """The vendor's own GPU floor, where the table states one."""
-        row = next((r for r in build_table(self.table).rows if cand.version in r.versions), None)
+        row = next((r for r in build_table(self.table, self.matrices_dir).rows if cand.version in r.versions), None)
         probs: List[Problem] = []
         if row is not None and row.cc_min:
             for g in target.gpus:
@@ -70,14 +73,14 @@ class TableSpec(FrameworkSpec):
         return probs
 
     def known_versions(self, m: Any) -> List[str]:
-        return all_versions(self.table)
+        return all_versions(self.table, self.matrices_dir)
 
     def python_specs(self, m: Any) -> List[str]:
-        return sorted({r.python_for(v) for r in build_table(self.table).rows for v in r.versions})
+        return sorted({r.python_for(v) for r in build_table(self.table, self.matrices_dir).rows for v in r.versions})
 
     def pinned_candidate(self, version: str) -> Optional[Candidate]:
         """The build a lock's ``NAME==version`` line names, or None when the table lacks the release."""
-        row = row_for(self.table, version)
+        row = row_for(self.table, version, self.matrices_dir)
         return self.candidate(row, version) if row is not None else None
 
     def installed_candidate(self, fw: Any, platform: str, planned: bool = False) -> Optional[Candidate]:
@@ -86,7 +89,7 @@ class TableSpec(FrameworkSpec):
         ``planned``: not installed yet (gate's plan), so the row's platforms are judged too."""
         if fw.build != "cuda":
             return None
-        row = row_for(self.table, fw.version)
+        row = row_for(self.table, fw.version, self.matrices_dir)
         if row is not None:
             cand = self.candidate(row, fw.version)
         elif fw.cuda_version:

@@ -54,6 +54,7 @@ def tf_candidate(m: Any, release: Any, gpu: bool, platform: str, wsl: bool = Fal
 
 class TensorflowSpec(FrameworkSpec):
     name = "tensorflow"
+    lock_examples = ("2.16.1", "2.16", ">=2.15,<2.18")
     distributions = {"tensorflow": "gpu", "tensorflow-cpu": "cpu", "tensorflow-gpu": "gpu", "tf-nightly": "gpu",
                      "tf-nightly-cpu": "cpu", "tf-nightly-gpu": "gpu"}
     xla = True

@@ -65,6 +65,7 @@ def torch_candidate(m: Any, release: Any, patch: str, variant: Any, platform: st
 
 class TorchSpec(FrameworkSpec):
     name = "torch"
+    lock_examples = ("2.5.1", "2.5", ">=2.4,<2.6")
     distributions = {"torch": "gpu", "torchvision": "companion", "torchaudio": "companion"}
     smoke_program = "torch_smoke.py"
     refresh_table = "pytorch"

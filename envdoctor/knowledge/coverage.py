@@ -48,13 +48,20 @@ def coverage_markdown(m) -> str:
         rows = [r for rs in table_rows(m, table).values() for r in rs]
         unv = sum(1 for r in rows if getattr(r, "unverified", False))
         lines.append(f"| `{table}` | {what.get(table, '')} | {len(rows)} | {unv} |")
-    from .framework_tables import FRAMEWORK_TABLES, all_versions, build_table
+    from envdoctor.frameworks import registry
+    from envdoctor.frameworks.table_spec import TableSpec
 
-    for table, dist in FRAMEWORK_TABLES.items():  # the tables of frameworks that are one module each
-        rows = build_table(f"{table}.toml").rows
+    from .framework_tables import all_versions, build_table
+
+    for spec in registry.SPECS.values():  # the tables of frameworks that are one module and one table each
+        if not isinstance(spec, TableSpec):
+            continue
+        folder = spec.matrices_dir
+        rows = build_table(spec.table, folder).rows
+        versions = all_versions(spec.table, folder)
         plats = sorted({p for r in rows for v in r.versions for p in r.platforms_for(v)})
-        lines.append(f"| `{table}` | {dist} {_span(all_versions(f'{table}.toml'))} "
-                     f"({len(all_versions(f'{table}.toml'))} releases); CUDA {_span(r.cuda for r in rows)}; platforms "
+        lines.append(f"| `{spec.table.rsplit('.', 1)[0]}` | {spec.gpu_distribution} {_span(versions)} "
+                     f"({len(versions)} releases); CUDA {_span(r.cuda for r in rows)}; platforms "
                      f"{', '.join(plats)} | {len(rows)} | {sum(1 for r in rows if r.unverified)} |")
     lines += ["", "UNVERIFIED rows say why in their `verified` string (`envdoctor matrices show TABLE` marks them).",
               "", END]

@@ -70,10 +70,10 @@ class Table:
     problems: List[str] = field(default_factory=list)
 
 
-def _read(name: str) -> Dict[str, Any]:
+def _read(name: str, folder: Optional[str] = None) -> Dict[str, Any]:
     from envdoctor.knowledge.load import bundled_dir, parse_toml_cached
 
-    path: Path = bundled_dir() / name
+    path: Path = (Path(folder) if folder else bundled_dir()) / name
     try:
         return parse_toml_cached(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -123,9 +123,9 @@ def _system_library_row(row: Dict[str, Any]) -> SystemLibrary:
     return lib
 
 
-def _table(name: str, kind: str, build) -> Table:
+def _table(name: str, kind: str, build, folder: Optional[str] = None) -> Table:
     out = Table()
-    for i, row in enumerate(_read(name).get(kind, [])):
+    for i, row in enumerate(_read(name, folder).get(kind, [])):
         try:
             if not isinstance(row, dict):
                 raise ValueError("not a table")

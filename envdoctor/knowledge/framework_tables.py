@@ -16,7 +16,6 @@ from envdoctor.knowledge.extra_tables import Table, _table, _text
 from envdoctor.records import dataclass
 
 PLATFORM_KEYS = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64")
-FRAMEWORK_TABLES = {"onnxruntime": "onnxruntime-gpu", "paddle": "paddlepaddle-gpu"}  # matrices/NAME.toml -> its distribution
 
 
 @dataclass(frozen=True)
@@ -114,18 +113,19 @@ def _build_row(row: Dict[str, Any]) -> BuildRow:
 
 
 @functools.lru_cache(maxsize=None)
-def build_table(name: str) -> Table:
-    """The ``[[release]]`` rows of matrices/``name`` ("onnxruntime.toml", "paddle.toml")."""
-    return _table(name, "release", _build_row)
+def build_table(name: str, folder: Optional[str] = None) -> Table:
+    """The ``[[release]]`` rows of matrices/``name`` ("onnxruntime.toml", "paddle.toml"), or of ``folder``/``name``
+    for a framework registered from outside envdoctor (its table lives beside its module)."""
+    return _table(name, "release", _build_row, folder)
 
 
-def row_for(name: str, version: Any) -> Optional[BuildRow]:
+def row_for(name: str, version: Any, folder: Optional[str] = None) -> Optional[BuildRow]:
     """The row of ``name`` that lists ``version`` (its public part: "2.6.1.post120" is not 2.6.1)."""
-    for row in build_table(name).rows:
+    for row in build_table(name, folder).rows:
         if str(version) in row.versions:
             return row
     return None
 
 
-def all_versions(name: str) -> List[str]:
-    return sorted({v for r in build_table(name).rows for v in r.versions}, key=Version)
+def all_versions(name: str, folder: Optional[str] = None) -> List[str]:
+    return sorted({v for r in build_table(name, folder).rows for v in r.versions}, key=Version)

@@ -16,20 +16,24 @@ import click
 
 from envdoctor.cli_options import Seconds, target_options
 from envdoctor.emit import write_stdout
+from envdoctor.frameworks import registry
 from envdoctor.lock.core import run_lock
 
-# one --NAME option per lockable framework of envdoctor/frameworks/registry.py (a test keeps the two equal;
-# the registry is not imported here: the command is registered at every start)
-FW_EXAMPLES = {"torch": ("2.5.1", "2.5", ">=2.4,<2.6"), "tensorflow": ("2.16.1", "2.16", ">=2.15,<2.18"),
-               "jax": ("0.4.30", "0.4", ">=0.4.26,<0.5"), "onnxruntime": ("1.22.0", "1.22", ">=1.20,<1.24"),
-               "paddlepaddle": ("2.6.2", "2.6", ">=2.5,<2.7")}
+# one --NAME option per lockable framework of the registry, with the examples its spec gives (this module is
+# imported only when lock runs, and lock reads the registry anyway)
+FW_EXAMPLES = {name: registry.get(name).lock_examples for name in registry.names(lockable=True)}
 
 
 def _fw_option(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    full, short, spec = FW_EXAMPLES[name]
+    examples = FW_EXAMPLES[name]
+    if len(examples) == 3:
+        full, short, spec = examples
+        what = f"a version ({full}, {short}) or a PEP 440 specifier (--{name}='{spec}')"
+    else:  # a spec that gives no examples
+        what = "a version or a PEP 440 specifier"
     return click.option(f"--{name}", name, is_flag=False, flag_value="", default=None, metavar="[SPEC]",
-                        help=f"Put {name} in the environment; SPEC is a version ({full}, {short}) or a PEP 440 specifier "
-                             f"(--{name}='{spec}'). Default: torch, plus what the target environment has installed.")
+                        help=f"Put {name} in the environment; SPEC is {what}. Default: torch, plus what the target "
+                             "environment has installed.")
 
 
 def _fw_options(f: Callable[..., Any]) -> Callable[..., Any]:
