@@ -50,7 +50,53 @@ class Root:
         return self.path(abs_path).exists()
 
     def is_dir(self, abs_path: str) -> bool:
-        return self.path(abs_path).is_dir()
+        try:
+            return self.path(abs_path).is_dir()
+        except (OSError, ValueError):
+            return False
+
+    def is_file(self, abs_path: str) -> bool:
+        try:
+            return self.path(abs_path).is_file()
+        except (OSError, ValueError):
+            return False
+
+    def realpath(self, abs_path: str, max_hops: int = 40) -> str:
+        """An absolute machine path with its symlinks resolved; under a root, inside it (an absolute link
+        target means the root's own file, never the host's). The result may not exist."""
+        if not abs_path or not abs_path.startswith("/"):
+            return abs_path
+        if self.is_live:
+            return os.path.realpath(abs_path)
+        queue = list(PurePosixPath(abs_path).parts[1:])
+        resolved = "/"
+        hops = 0
+        while queue:
+            part = queue.pop(0)
+            if part in ("", "."):
+                continue
+            if part == "..":
+                resolved = posixpath.dirname(resolved) or "/"
+                continue
+            cand = posixpath.join(resolved, part)
+            local = self.path(cand)
+            if os.path.islink(local):
+                hops += 1
+                if hops > max_hops:
+                    return posixpath.join(cand, *queue) if queue else cand
+                try:
+                    target = os.readlink(local)
+                except OSError:
+                    resolved = cand
+                    continue
+                tparts = list(PurePosixPath(target).parts)
+                if target.startswith("/"):
+                    resolved = "/"
+                    tparts = tparts[1:]
+                queue = tparts + queue
+            else:
+                resolved = cand
+        return resolved
 
     def read_text(self, abs_path: str, max_bytes: int = MAX_READ) -> str | None:
         reasons: Dict[str, str] = {}

@@ -21,7 +21,6 @@ import os
 import posixpath
 import re
 import sys
-from pathlib import PurePosixPath
 from typing import Dict, List, Optional, Tuple
 
 from envdoctor.fsroot import Root
@@ -51,64 +50,21 @@ _PRIORITY = {"version.json": 6, "nvcc": 5, "version.txt": 4, "dist-info": 3, "co
 # path helpers shared with the cudnn and loader probes
 
 
-def resolve_path(root: Root, path: str, max_hops: int = 40) -> str:
-    """Resolve symlinks of an absolute machine path, inside the root for an image.
+def resolve_path(root: Root, path: str) -> str:
+    """Resolve symlinks of an absolute machine path, inside the root for an image (Root.realpath).
 
     Absolute link targets inside an image point into the image, never to the host.
     Returns the machine path (it may not exist).
     """
-    if not path or not path.startswith("/"):
-        return path
-    if root.is_live:
-        return os.path.realpath(path)
-    queue = list(PurePosixPath(path).parts[1:])
-    resolved = "/"
-    hops = 0
-    while queue:
-        part = queue.pop(0)
-        if part in ("", "."):
-            continue
-        if part == "..":
-            resolved = posixpath.dirname(resolved) or "/"
-            continue
-        cand = posixpath.join(resolved, part)
-        local = root.path(cand)
-        if os.path.islink(local):
-            hops += 1
-            if hops > max_hops:
-                return posixpath.join(cand, *queue) if queue else cand
-            try:
-                target = os.readlink(local)
-            except OSError:
-                resolved = cand
-                continue
-            tparts = list(PurePosixPath(target).parts)
-            if target.startswith("/"):
-                resolved = "/"
-                tparts = tparts[1:]
-            queue = tparts + queue
-        else:
-            resolved = cand
-    return resolved
-
-
-def _local(root: Root, path: str):
-    # inside an image, resolve links first: an absolute link target must stay in the image
-    return root.path(path if root.is_live else resolve_path(root, path))
+    return root.realpath(path)
 
 
 def is_file(root: Root, path: str) -> bool:
-    try:
-        return _local(root, path).is_file()
-    except (OSError, ValueError):
-        return False
+    return root.is_file(path if root.is_live else resolve_path(root, path))
 
 
 def is_dir(root: Root, path: str) -> bool:
-    try:
-        return _local(root, path).is_dir()
-    except (OSError, ValueError):
-        return False
+    return root.is_dir(path if root.is_live else resolve_path(root, path))
 
 
 def read_text(root: Root, path: str, max_bytes: Optional[int] = None) -> Optional[str]:
@@ -167,9 +123,12 @@ def find_on_path(ctx: ProbeContext, name: str) -> Optional[str]:
     """First `name` in the PATH directories, looked up inside the root."""
     for d in _path_dirs(ctx):
         cand = posixpath.join(d, name)
-        local = _local(ctx.root, cand)
+        if not ctx.root.is_live:  # an image's file is never run, so its mode does not matter
+            if is_file(ctx.root, cand):
+                return cand
+            continue
         try:
-            if local.is_file() and (not ctx.root.is_live or os.access(local, os.X_OK)):
+            if os.path.isfile(cand) and os.access(cand, os.X_OK):
                 return cand
         except OSError:
             continue
