@@ -259,14 +259,14 @@ def _peek(raw: IO[bytes]) -> bytes:
 def _zstd(raw: IO[bytes], where: str) -> IO[bytes]:
     try:  # Python 3.14's standard library
         from compression import zstd as std_zstd  # type: ignore[import-not-found]
-        return std_zstd.ZstdFile(raw, mode="rb")  # type: ignore[no-any-return]
+        return std_zstd.ZstdFile(raw, mode="rb")  # type: ignore[no-any-return, unused-ignore]
     except ImportError:
         pass
     try:
-        import zstandard  # type: ignore[import-not-found]
+        import zstandard  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         raise BadInput(f"{where} is zstd-compressed: pip install 'envdoctor[image]' (zstandard) to read it") from None
-    return zstandard.ZstdDecompressor().stream_reader(raw)  # type: ignore[no-any-return]
+    return zstandard.ZstdDecompressor().stream_reader(raw)  # type: ignore[no-any-return, unused-ignore]
 
 
 def _clean(name: str) -> Optional[str]:

@@ -77,7 +77,7 @@ class ImageRoot(Root):
         node = self.tree.lookup(abs_path)
         return node is not None and node.kind == FILE
 
-    def realpath(self, abs_path: str) -> str:
+    def realpath(self, abs_path: str, max_hops: int = 40) -> str:
         return self.tree.realpath(abs_path)
 
     def read_text(self, abs_path: str, max_bytes: int = MAX_READ) -> str | None:

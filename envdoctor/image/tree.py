@@ -149,7 +149,8 @@ class Tree:
         """The node at an absolute path, symlinks resolved inside the image (an absolute target means the image's
         root; `..` stops at the root, as it does in a chroot)."""
         parts = [p for p in path.split("/") if p not in ("", ".")]
-        node, where, hops = self.root, [], 0
+        node, hops = self.root, 0
+        where: List[str] = []
         i = 0
         while i < len(parts):
             name = parts[i]
