@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Dict, List, Optional, Tuple
 
 from envdoctor.errors import BadInput
-from envdoctor.infile import Unreadable, loads_json, why
+from envdoctor.infile import loads_json, why
 
 MAX_JSON = 4 * 1024 * 1024       # an index, a manifest or a config: real ones are a few KiB
 MAX_LAYERS = 256                 # Docker's own limit is 127 layers
@@ -286,4 +286,4 @@ def _short(exc: BaseException) -> str:
     return _quote(str(exc) or type(exc).__name__, 120)[1:-1]
 
 
-__all__ = ["Image", "Layer", "open_image", "decompressed", "Unreadable"]
+__all__ = ["Image", "Layer", "open_image", "decompressed"]

@@ -10,7 +10,6 @@ with the reason recorded — the tree says it is partial instead of reading as c
 """
 from __future__ import annotations
 
-import posixpath
 import tarfile
 from dataclasses import dataclass, field
 from typing import Callable, Dict, IO, Iterable, List, Optional, Tuple
@@ -272,4 +271,4 @@ def text_of(node: Optional[Node]) -> Optional[str]:
     return node.data.decode("utf-8", errors="replace")
 
 
-__all__ = ["Tree", "Node", "Limits", "KeepPolicy", "text_of", "posixpath"]
+__all__ = ["Tree", "Node", "Limits", "KeepPolicy", "text_of"]
