@@ -241,7 +241,7 @@ def decompressed(raw: IO[bytes], where: str) -> IO[bytes]:
     """The layer's tar stream: gzip and zstd told by their magic bytes (media types lie in the wild)."""
     head = _peek(raw)
     if head.startswith(_GZIP):
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]  # optional reader / stdlib typing varies by Python
     if head.startswith(_ZSTD):
         return _zstd(raw, where)
     return raw
@@ -258,15 +258,15 @@ def _peek(raw: IO[bytes]) -> bytes:
 
 def _zstd(raw: IO[bytes], where: str) -> IO[bytes]:
     try:  # Python 3.14's standard library
-        from compression import zstd as std_zstd  # type: ignore[import-not-found]
-        return std_zstd.ZstdFile(raw, mode="rb")  # type: ignore[no-any-return, unused-ignore]
+        from compression import zstd as std_zstd  # type: ignore[import-not-found]  # optional reader / stdlib typing varies by Python
+        return std_zstd.ZstdFile(raw, mode="rb")  # type: ignore[no-any-return, unused-ignore]  # optional reader / stdlib typing varies by Python
     except ImportError:
         pass
     try:
-        import zstandard  # type: ignore[import-not-found, unused-ignore]
+        import zstandard  # type: ignore[import-not-found, unused-ignore]  # optional reader / stdlib typing varies by Python
     except ImportError:
         raise BadInput(f"{where} is zstd-compressed: pip install 'envdoctor[image]' (zstandard) to read it") from None
-    return zstandard.ZstdDecompressor().stream_reader(raw)  # type: ignore[no-any-return, unused-ignore]
+    return zstandard.ZstdDecompressor().stream_reader(raw)  # type: ignore[no-any-return, unused-ignore]  # optional reader / stdlib typing varies by Python
 
 
 def _clean(name: str) -> Optional[str]:

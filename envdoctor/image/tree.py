@@ -93,7 +93,7 @@ class Tree:
         layer = Node(DIR)
         hide: List[Tuple[str, ...]] = []
         opaque: List[Tuple[str, ...]] = []
-        with tarfile.open(fileobj=stream, mode="r|") as tar:  # type: ignore[call-overload]
+        with tarfile.open(fileobj=stream, mode="r|") as tar:  # type: ignore[call-overload]  # optional reader / stdlib typing varies by Python
             for m in tar:
                 self.members += 1
                 if self.members > limits.members:
