@@ -23,15 +23,7 @@ TRUTH = tomllib.loads((CORPUS / "TRUTH.toml").read_text())
 # (file, target) -> the class of the defect, for pairs where the offline gate is wrong today.
 NO_ROW = ("a conflict only a package's own Requires-Dist shows (chex==0.1.89 needs jax>=0.4.27): the offline planner "
           "has no row for chex; the resolving mode says ED804")
-NO_WHEEL_OTHER = ("a package that is no framework has no wheel for the target's Python (numpy 1.24.3 / numpy<2 on "
-                  "3.12+, tensorflow-addons on 3.12+): the offline planner has data on the frameworks' wheels only; "
-                  "the resolving mode says ED803")
 KNOWN_WRONG: dict[tuple[str, str], str] = {
-    ("coqui-tts/requirements.txt", "rtx5090-580-py312"): NO_WHEEL_OTHER,
-    ("coqui-tts/requirements.txt", "h100-570-py313"): NO_WHEEL_OTHER,
-    ("llama-factory/requirements.txt", "h100-570-py313"): NO_WHEEL_OTHER,
-    ("tf-models/requirements.txt", "rtx5090-580-py312"): NO_WHEEL_OTHER,
-    ("tf-models/requirements.txt", "h100-570-py313"): NO_WHEEL_OTHER,
     ("alphafold/requirements.txt", "pascal-470-py310"): NO_ROW,
     ("alphafold/requirements.txt", "a100-535-py311"): NO_ROW,
     ("alphafold/requirements.txt", "rtx5090-580-py312"): NO_ROW,

@@ -68,11 +68,14 @@ EXPECTED = [
     ('pylock/pylock.example.toml', 'cpu-py311', 1, ['ED803@3']),
     ('sd-webui/requirements_versions.txt', 'pascal-470-py310', 0, []),  # xformers==0.0.20 -> torch 2.0.1 (CUDA 11.7)
     ('sd-webui/requirements_versions.txt', 'a100-535-py311', 0, []),
-    ('sd-webui/requirements_versions.txt', 'rtx5090-580-py312', 1, ['ED803@53']),  # xformers 0.0.20: no cp312 wheel
+    # xformers 0.0.20 and numpy 1.23.5: no cp312 wheel (numpy's source build needs distutils, gone in 3.12)
+    ('sd-webui/requirements_versions.txt', 'rtx5090-580-py312', 1, ['ED803@16', 'ED803@53']),
     ('sd-webui/requirements_versions.txt', 'cpu-py311', 0, []),
     ('text-generation-webui/requirements.txt', 'pascal-470-py310', 0, []),
     ('text-generation-webui/requirements.txt', 'a100-535-py311', 1, ['ED803@28', 'ED803@30', 'ED803@37', 'ED803@41']),
-    ('text-generation-webui/requirements.txt', 'rtx5090-580-py312', 1, ['ED803@28', 'ED803@30', 'ED803@37', 'ED803@41']),
+    # and numpy==1.24 (line 11): no cp312 wheel, its source build fails on 3.12
+    ('text-generation-webui/requirements.txt', 'rtx5090-580-py312', 1,
+     ['ED803@11', 'ED803@28', 'ED803@30', 'ED803@37', 'ED803@41']),
     ('text-generation-webui/requirements.txt', 'cpu-py311', 1, ['ED803@28', 'ED803@30', 'ED803@37', 'ED803@41']),
     ('audiocraft/requirements.txt', 'pascal-470-py310', 1, ['ED100@12']),
     ('audiocraft/requirements.txt', 'a100-535-py311', 0, []),

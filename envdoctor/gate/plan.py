@@ -601,6 +601,7 @@ class _Planner:
         self.plan.not_judged.extend(self.unit.not_judged)
         torch_pkg = None
         self.torch_extra = self.indirect_constraints(by_family)
+        self.compiled_packages()
         if "torch" in by_family:
             torch_pkg = self.resolve_torch(by_family["torch"])
         for comp in ("torchvision", "torchaudio"):
@@ -660,6 +661,37 @@ class _Planner:
                 self.note(f"{first[0].loc}: {first[0].raw} installs torch (its Requires-Dist, envdoctor's data): "
                           f"planned as the newest torch the target's Python allows")
         return c.specifier
+
+    def compiled_packages(self) -> None:
+        """Lines naming a compiled package of matrices/gate_wheel_pythons.toml (numpy, tensorflow-addons, ...) that
+        no allowed release has a wheel for on the target's Python, and no source build can stand in for: ED803, and
+        pip installs nothing of the file (an indirect problem). Where only a source build could install it: not
+        judged (gate builds nothing)."""
+        from envdoctor.gate import wheel_pythons
+
+        py = self.t.python
+        if py is None:
+            return
+        by_name: Dict[str, List[InputRequirement]] = {}
+        for r in self.selected_requirements():
+            if family_of(r) is None and not (r.url or r.conda or r.wheel_tags or r.index) and r.name in wheel_pythons.table():
+                by_name.setdefault(r.name, []).append(r)
+        for name, reqs in sorted(by_name.items()):
+            own = [r for r in reqs if not r.constraint]
+            if not own:
+                continue
+            v = wheel_pythons.judge_line(name, self.spec_of(reqs), py, self.pre)
+            if v is None:
+                continue
+            if not v.fails:
+                self.plan.not_judged.append((str(own[0].loc), f"{own[0].raw}: no release it allows has a wheel for "
+                                                              f"Python {py.major}.{py.minor} (wheels cover {v.covered}); "
+                                                              f"only a source build could install it, and gate builds "
+                                                              f"nothing"))
+                continue
+            self.problem("no-wheel-python", "error", own[0].raw, own, package=name, version=v.version,
+                         python=str(py), python_spec=v.covered, release=None, family=name, source=v.source,
+                         alternative=v.alternative, sdist=v.sdist, indirect=True)
 
     # -- direct references (other than framework wheels, which the framework planners read) ------------------
     def direct_references(self) -> None:

@@ -416,13 +416,16 @@ def no_wheel_for_target(ctx: Context, r: Rule) -> List[Finding]:
             continue
         if p.kind == "no-wheel-python":
             rel = f.get("release")
-            ev.append(EvidenceItem(f"{f['package']} {getattr(rel, 'version', '')} wheels for Python", str(f.get("python_spec")),
-                                   _row_src(ctx, rel)))
+            ev.append(EvidenceItem(f"{f['package']} {getattr(rel, 'version', '') or f.get('version', '')} wheels for Python", str(f.get("python_spec")),
+                                   _row_src(ctx, rel) if rel is not None else str(f.get("source") or "matrices")))
             ev.append(EvidenceItem("target Python", f"{f.get('python')} ({plan.target.python_from})", "target"))
+            fails_how = (f"pip falls back to its source distribution, whose build fails on Python "
+                         f"{plan.target.python_xy}" if f.get("sdist") else
+                         f"pip fails with \"No matching distribution found for {p.subject}\"")
             msg = (f"{p.subject}: {f['package']} {f['version']} has no wheel for Python {plan.target.python_xy} (its "
-                   f"wheels cover Python {f.get('python_spec')}): pip fails with \"No matching distribution found for "
-                   f"{p.subject}\".")
-            alt = _python_alternative(ctx, f.get("family") or f["package"], f["version"], plan.target.python)
+                   f"wheels cover Python {f.get('python_spec')}): {fails_how}.")
+            alt = f.get("alternative") or _python_alternative(ctx, f.get("family") or f["package"], f["version"],
+                                                              plan.target.python)
             if alt:
                 name = _install_name(ctx, f["package"], alt)  # never a stub (tensorflow-gpu 2.12+)
                 fix += [f"Pin {name} {alt}, the nearest release with Python {plan.target.python_xy} wheels, "
