@@ -38,6 +38,17 @@ def parse_version(value: object) -> Optional[Version]:
         return None
 
 
+def parse_specifier(value: object) -> Optional[SpecifierSet]:
+    """``SpecifierSet`` of a specifier string (``""``: the empty set, which admits everything); None if unparsable
+    or not a string."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return SpecifierSet(value)
+    except InvalidSpecifier:
+        return None
+
+
 def public(value: object) -> Optional[Version]:
     """The version without its local label ('2.1.2+cu121' -> 2.1.2); None if unparsable."""
     v = parse_version(value)

@@ -15,10 +15,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from envdoctor.facts.versions import parse_specifier
 from envdoctor.gate.inputs import InputRequirement
 
 
@@ -58,12 +59,7 @@ class TorchConstraint:
 
 
 def _spec(text: Any) -> Optional[SpecifierSet]:
-    if not isinstance(text, str):
-        return None
-    try:
-        return SpecifierSet(text)
-    except InvalidSpecifier:
-        return None
+    return parse_specifier(text)
 
 
 @functools.lru_cache(maxsize=1)

@@ -12,10 +12,10 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from envdoctor.facts.versions import parse_version
+from envdoctor.facts.versions import parse_specifier, parse_version
 
 
 @dataclass(frozen=True)
@@ -47,12 +47,8 @@ class Series:
 
 
 def _specifier(text: Any) -> Optional[SpecifierSet]:
-    if not isinstance(text, str) or not text.strip():
-        return None
-    try:
-        return SpecifierSet(text)
-    except InvalidSpecifier:
-        return None
+    """A row's specifier; None where the row states none (a blank one states nothing either)."""
+    return parse_specifier(text) if isinstance(text, str) and text.strip() else None
 
 
 @functools.lru_cache(maxsize=1)
