@@ -93,6 +93,35 @@ def test_a_release_older_than_the_data_is_older_offline_and_judged_by_the_index_
     assert said and "matching Python ABI tag" in said[0], errors[0]["evidence"]
 
 
+def _tf_addons():
+    """tensorflow-addons 0.22.0 and 0.23.0 (its last) as the index lists them: CPython 3.9 - 3.11 wheels only."""
+    files = {}
+    for v in ("0.22.0", "0.23.0"):
+        meta = f"Metadata-Version: 2.1\nName: tensorflow-addons\nVersion: {v}\n"
+        for n in (9, 10, 11):
+            files[f"tensorflow_addons-{v}-cp3{n}-cp3{n}-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"] = meta
+    return files
+
+
+def test_no_release_with_a_wheel_for_the_python_is_ed803_when_resolving_as_offline(repo, tmp_path):
+    """uv states the cause of several releases in the plural ("all versions of X have no wheels with a matching
+    Python ABI tag"): that is the missing wheel for the target's Python (ED803, as the offline planner says), never a
+    conflict between pins (ED804)."""
+    _code, offline = _gate(repo, "requirements.txt", "six\ntensorflow-addons\n", *PASCAL_470_PY312, "--offline",
+                           env=_env(tmp_path, "off", "http://127.0.0.1:9/simple/"))
+    assert [(f["id"], f["locations"][0]["line"]) for f in _findings(offline, "error")] == [("ED803", 2)], offline
+    if not _has_uv():
+        pytest.skip("uv not installed")
+    six = {"six-1.17.0-py2.py3-none-any.whl": "Metadata-Version: 2.1\nName: six\nVersion: 1.17.0\n"}
+    with FakeIndex({**_tf_addons(), **six}, serve_wheels=True) as idx:
+        code, unit = _gate(repo, "requirements.txt", "six\ntensorflow-addons\n", *PASCAL_470_PY312,
+                           env=_env(tmp_path, "uv", idx.url))
+    assert unit["resolver"].startswith("uv for Python 3.12"), unit["resolver"]
+    errors = _findings(unit, "error")
+    assert code == 1 and [(f["id"], f["locations"][0]["line"]) for f in errors] == [("ED803", 2)], unit["findings"]
+    assert "Python 3.12" in errors[0]["message"], errors[0]["message"]
+
+
 def test_an_sdist_only_line_is_not_judged_and_the_rest_still_resolves(repo, tmp_path):
     """jax 0.4.13 is a source archive only (the index's own listing); jaxlib 0.4.13 has wheels up to cp311."""
     if not _has_uv():
@@ -153,6 +182,11 @@ def test_a_uv_project_under_another_file_name_is_resolved_and_its_path_sources_n
      "hint: Wheels are required for `jax` because Building From Source Is Disabled", "needs-build", "build"),
     ("ERROR: Building source distributions is disabled for jax", "needs-build", None),
     ("  cause: Because TORCH==9.9 Has No Wheels With A Matching Python ABI Tag (e.g., `cp310`)", "failed", "python"),
+    # of several releases uv says "have"
+    ("  ╰─▶ Because all versions of tensorflow-addons have no wheels with a matching Python ABI tag (e.g., `cp312`)"
+     " and you require tensorflow-addons, we can conclude that your requirements are unsatisfiable.", "failed",
+     "python"),
+    ("  ╰─▶ Because only foo<=1.0 is available and all of foo<=1.0 have no usable wheels ...", "needs-build", "build"),
     ("  cause: Because there is no version of torch==2.3.0+cu121 and you require it", "failed", "missing"),
     # uv wraps its report at the width it finds (COLUMNS, else 80): a cause cut over two lines is still read
     ("  ╰─▶ Because tensorflow==1.13.1 has no wheels with a matching Python ABI\n      tag (e.g., `cp310`) and you"

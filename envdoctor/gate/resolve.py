@@ -39,16 +39,18 @@ _NAME = r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?(?:[=<>!~]{1,3}[0-9][0-9A-Z
 _NO_MATCH_PIP = re.compile(r"No matching distribution found for ([A-Za-z0-9][A-Za-z0-9._-]*)", re.I)
 # What the resolver states as the cause, per package (uv's words; pip's "No matching distribution found" states none:
 # it says the same for a release that does not exist and for one without a wheel for the target).
+# uv says "has" of one release and "have" of several ("all versions of X have no wheels ...", "X>=1.0 have ...").
 _UV_CAUSES = (
-    ("python", re.compile(_NAME + r" has no wheels with a matching Python (?:ABI|implementation|version) tag", re.I)),
-    ("python", re.compile(_NAME + r" depends on Python\s*[<>=!~]", re.I)),
-    ("platform", re.compile(_NAME + r" has no wheels with a matching platform tag", re.I)),
-    ("platform", re.compile(_NAME + r" only has wheels for", re.I)),
-    ("build", re.compile(_NAME + r" has no usable wheels", re.I)),
+    ("python", re.compile(_NAME + r" ha(?:s|ve) no wheels with a matching Python (?:ABI|implementation|version) tag",
+                          re.I)),
+    ("python", re.compile(_NAME + r" depends? on Python\s*[<>=!~]", re.I)),
+    ("platform", re.compile(_NAME + r" ha(?:s|ve) no wheels with a matching platform tag", re.I)),
+    ("platform", re.compile(_NAME + r" only ha(?:s|ve) wheels for", re.I)),
+    ("build", re.compile(_NAME + r" ha(?:s|ve) no usable wheels", re.I)),
     ("build", re.compile(r"building source distributions for `?" + _NAME + r"`? is disabled", re.I)),
     ("missing", re.compile(r"there (?:is|are) no versions? of " + _NAME, re.I)),
 )
-_BUILD_DISABLED = re.compile(r"building (?:from source|source distributions)(?: for \S+)? is disabled|has no usable wheels|"
+_BUILD_DISABLED = re.compile(r"building (?:from source|source distributions)(?: for \S+)? is disabled|ha(?:s|ve) no usable wheels|"
                              r"--only-binary|no binary distribution", re.I)
 _CONFLICT = re.compile(r"unsatisfiable|ResolutionImpossible|conflict|are incompatible", re.I)
 
