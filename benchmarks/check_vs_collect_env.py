@@ -20,7 +20,7 @@ rules, render; the peak memory (max RSS) of each check; and the wall time of
 When envdoctor is installed in that interpreter (`pip install .` there), both commands
 run on it; otherwise this interpreter's envdoctor inspects it with --python.
 
-Targets (issue 18): ratio <= 0.05; peak memory <= 30 MiB; `check --snapshot`, `rules`,
+Targets: ratio <= 0.05; peak memory <= 30 MiB; `check --snapshot`, `rules`,
 `explain` <= 0.1 s; `lock` (stated facts: --driver/--gpu/--python-version) <= 0.3 s. Each of those
 prints its wall and CPU time (user+sys of the process: steadier than wall on a busy machine) and its
 ratio to `python -c pass` timed in the same rounds. Nothing here is asserted: the figures are printed.

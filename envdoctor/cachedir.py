@@ -1,6 +1,6 @@
 """Where envdoctor keeps its user cache: one small module, so that a probe (the binaries scan's
 `binaries.json`) finds it without importing envdoctor.knowledge (~9 ms: the tables, the matrices'
-classes), which `probe` never needs (issue 18). envdoctor.knowledge.load re-exports it."""
+classes), which `probe` never needs. envdoctor.knowledge.load re-exports it."""
 from __future__ import annotations
 
 import os

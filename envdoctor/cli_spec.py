@@ -1,5 +1,5 @@
 """The options of `check`, `probe`, `rules` and `explain` (and the shared machine / --force / --format options) as
-data, and a small parser over that data for the plain command lines (issue 18: `check` starts without importing
+data, and a small parser over that data for the plain command lines (`check` starts without importing
 click).
 
 One declaration, two readers: envdoctor.cli_options builds the click options from these :class:`Opt` rows (so

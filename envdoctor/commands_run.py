@@ -4,7 +4,7 @@ envdoctor.entry calls them with the params envdoctor.cli_spec.parse read from a 
 imported at all).
 
 The first thing each body does is start probing (envdoctor.doctor.prefetch: a forked child, or the probes' first
-commands), so it runs while the rules are imported and the data loaded (issue 18); both doors get that.
+commands), so it runs while the rules are imported and the data loaded; both doors get that.
 """
 from __future__ import annotations
 

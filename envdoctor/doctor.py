@@ -88,7 +88,7 @@ def snapshot_dict(snap: Any, redact: bool) -> Dict[str, Any]:
     """The snapshot as JSON data, redacted (GPU UUIDs, host name, home, secrets) unless `redact` is False."""
     data: Dict[str, Any] = snap.to_dict()
     if redact and not snap.redacted:
-        from envdoctor.redact import redact_dict  # its patterns: not in the probing child's start (issue 18)
+        from envdoctor.redact import redact_dict  # its patterns: not in the probing child's start
 
         data = redact_dict(data)
     return data
@@ -173,7 +173,7 @@ def check_machine(python_path: Optional[str], root_dir: Optional[str], snapshot_
     if smoke and (snapshot_file or root_dir or snap is not None):
         raise BadInput("--smoke runs the frameworks of a live environment: it cannot be combined with --snapshot or --root")
     if snap is None and early:
-        # probing starts now (a forked child, or its first commands) and runs while the rules are imported (issue 18)
+        # probing starts now (a forked child, or its first commands) and runs while the rules are imported
         prefetch(python_path, root_dir, snapshot_file, timeout, kernels=kernels)
     expected = expected_on_cpu(expect_cpu)
     # Rules are selected first so a bad --only fails before any probing. (Loading the rules in a
@@ -224,7 +224,7 @@ def findings_document(report: Any, snap: Any, rules: List[Any], *, strict: bool,
     if redact:
         redact_findings(report, snap)
         # the area lines of text and Markdown read the redacted snapshot: FindingsDoc.machine builds it from sdict
-        # when a format asks (JSON embeds sdict itself: ~2.5 ms saved there, issue 18)
+        # when a format asks (JSON embeds sdict itself: ~2.5 ms saved there)
         report.snapshot = None
     return from_report(report, rules, sdict, strict=strict)
 
@@ -232,7 +232,7 @@ def findings_document(report: Any, snap: Any, rules: List[Any], *, strict: bool,
 def prepare_while_probing(fmt: str) -> None:
     """Import now what judging and writing the report in `fmt` need once the snapshot is there (the report model,
     the pin memo, the redactor, the findings model, the format's module): check calls it before it waits for the
-    probing child, so that this happens while the other core probes, not after the snapshot came (issue 18). An
+    probing child, so that this happens while the other core probes, not after the snapshot came. An
     unknown format is left to render_findings to report."""
     import envdoctor.facts.pin_memo  # noqa: F401 (imported for later)
     import envdoctor.report  # noqa: F401 (imported for later)

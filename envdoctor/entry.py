@@ -3,7 +3,7 @@ collector's thresholds, one way of turning failures into one line on stderr, the
 
 A plain `check` or `probe` line (envdoctor.cli_spec.parse) runs its body (envdoctor.commands_run) without
 importing click, which with what it drags in (inspect, typing, datetime, uuid, ...) costs a check ~20 ms of its
-start-up (issue 18). Every other line, and every line the fast parser leaves alone, goes to click as before
+start-up. Every other line, and every line the fast parser leaves alone, goes to click as before
 (envdoctor.cli). ``ENVDOCTOR_NO_FAST_ARGV=1`` sends every line to click (the tests compare the two doors).
 
 Both doors end in :func:`finish`, so exit codes and the one-line errors are the same function's on either; the
@@ -224,8 +224,8 @@ def install_signal_handlers() -> None:
 
 
 def _exit_now(code: Any) -> None:
-    """End the process without tearing the interpreter down (that costs check ~20 ms of its start-up budget,
-    issue 18): the output is flushed and the atexit handlers (envdoctor.subproc's) run as on a normal exit.
+    """End the process without tearing the interpreter down (that costs check ~20 ms of its start-up budget):
+    the output is flushed and the atexit handlers (envdoctor.subproc's) run as on a normal exit.
     Only when no other thread is left; otherwise, and in-process, the caller exits as usual."""
     _LEAVING.append(True)  # a signal from here on ends the process at once, never an exception in an atexit hook
     threading = sys.modules.get("threading")  # never imported: no other thread was started

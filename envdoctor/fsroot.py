@@ -113,7 +113,7 @@ class Root:
     def glob_in(self, d: str, patterns: Sequence[str]) -> list[str]:
         """``self.glob(posixpath.join(d, p))`` for each pattern in turn, concatenated, from one listing of the folder
         (the cudnn probe asks four header names of each include dir, the loader eight library names of a dir; glob
-        lists the folder and runs fnmatch over every name each time: issue 18). As glob does: the folder is the
+        lists the folder and runs fnmatch over every name each time). As glob does: the folder is the
         pattern's local dirname, hidden names never match, a pattern without wildcards is matched by name, each
         pattern's matches come sorted. A folder glob would itself expand, or cannot list, is left to glob."""
         import fnmatch

@@ -1,4 +1,4 @@
-"""Module-level regular expressions compiled on first use, not at import (issue 18: start-up).
+"""Module-level regular expressions compiled on first use, not at import (start-up).
 
     _LINE = lazy_re(r"^(\\S+)\\s+=>\\s+(.*)$")   # as re.compile(...), compiled by the first _LINE.match(...)
 

@@ -1,4 +1,4 @@
-"""Probing in a forked child, on the second core, while this process imports the rules (issue 18).
+"""Probing in a forked child, on the second core, while this process imports the rules.
 
 A ``check`` is CPU-bound Python in one process: importing the probe modules and the probes' own work on one side,
 importing click, the commands and the rules and loading the data on the other. Threads only take turns there (the
@@ -293,7 +293,7 @@ def fork(work: Callable[[], bytes], limit: float) -> Optional[Child]:
         fds.extend(os.pipe())  # the life line: the parent holds the only write end
         # Objects made so far move out of the collector's reach while the child lives (Python's advice for a fork
         # without exec: gc.freeze): a collection on either side no longer writes their headers, so fewer pages are
-        # copied. Measured: ~10-15 ms less CPU a check, 5-10 ms less wall (issue 18). Only when nothing else froze.
+        # copied. Measured: ~10-15 ms less CPU a check, 5-10 ms less wall. Only when nothing else froze.
         froze = gc.get_freeze_count() == 0
         if froze:
             gc.freeze()

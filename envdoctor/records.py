@@ -1,5 +1,5 @@
 """``@dataclass`` without compiling code per class, and without the ``dataclasses`` module: start-up costs of
-``check`` (issue 18).
+``check``.
 
 The standard decorator writes the source of ``__init__``, ``__repr__``, ``__eq__`` (``__hash__``,
 ``__setattr__``, ``__delattr__`` when frozen) for every class and ``exec``s it, and asks

@@ -94,7 +94,7 @@ class Redactor:
         if not s:
             return s
         mark = self.marker
-        # Each pattern runs only where the text could hold a match (issue 18: the seven patterns scanned every
+        # Each pattern runs only where the text could hold a match (the seven patterns scanned every
         # output in full, ~3 ms a check): a literal it needs, or for ASCII text a run of the characters it needs
         # (_could_hold), tested on the text as that pattern gets it. Skipping a pattern that cannot match changes
         # nothing; tests/test_redaction.py compares this with running every pattern.

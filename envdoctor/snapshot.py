@@ -443,7 +443,7 @@ def _hints(cls: type) -> dict:
 
 def _simple_hints(cls: type) -> dict:
     """``typing.get_type_hints(cls)`` for this module's annotations (names of this module and of typing,
-    subscripted, quoted or not) without compiling each string, which cost ~2 ms a `check --snapshot` (issue 18);
+    subscripted, quoted or not) without compiling each string, which cost ~2 ms a `check --snapshot`;
     anything else goes to typing.get_type_hints. tests/test_snapshot.py compares the two on every model class."""
     out: dict = {}
     for klass in reversed(cls.__mro__):

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     import subprocess
 
 # subprocess and selectors (with locale, select, fcntl: ~2 ms) are imported by the functions that start or read a
-# command: a check whose every answer is kept (envdoctor.cache) runs none and never imports them (issue 18)
+# command: a check whose every answer is kept (envdoctor.cache) runs none and never imports them
 
 DEFAULT_TIMEOUT = 5.0
 MAX_OUTPUT = 1 << 20  # keep at most 1 MiB of each stream; a captured stream past it gets the command killed

@@ -1,6 +1,6 @@
 """check's text report: a framework's own line is never ✓ while a finding about it sits under another area.
 
-Issue #12's repro: an RTX 5090 (sm_120) with torch 2.6.0+cu124, whose arch error is filed under GPUs (as
+The reported case: an RTX 5090 (sm_120) with torch 2.6.0+cu124, whose arch error is filed under GPUs (as
 https://github.com/pytorch/pytorch/issues/150733 and https://github.com/Hellod035/LeggedLab/issues/26 report: "sm_120
 is not compatible with the current PyTorch installation"), showed "[✓] PyTorch"."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every file a command reads from the user, fed bad input through the real CLI (issue 11, "Parsers and inputs that
+"""Every file a command reads from the user, fed bad input through the real CLI ("Parsers and inputs that
 escape their contract"): exit 2, one stderr line naming the file (and the line where there is one), no traceback,
 in bounded time (each run is a subprocess with a timeout: a hang fails the test instead of hanging it)."""
 from __future__ import annotations
@@ -139,14 +139,14 @@ def test_include_chain_1200_deep(tmp_path):
 
 
 def test_yaml_syntax_error_without_pyyaml(tmp_path):
-    """issue 11: without PyYAML (the default install) a YAML syntax error was "internal error: ModuleNotFoundError"."""
+    """Without PyYAML (the default install) a YAML syntax error was "internal error: ModuleNotFoundError"."""
     (tmp_path / "environment.yml").write_text("name: x\ndependencies:\n  - a\n - b\n")
     proc = run("gate", "environment.yml", *GATE_FACTS, cwd=str(tmp_path), prelude="import sys; sys.modules['yaml'] = None")
     assert "environment.yml:4" in one_line_error(proc)
 
 
 def test_yaml_alias_bomb_is_refused_at_once(tmp_path):
-    """issue 11: with PyYAML a 400-byte alias bomb took > 100 s and 2.4 GB."""
+    """With PyYAML a 400-byte alias bomb took > 100 s and 2.4 GB."""
     bomb = "dependencies: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
         for i in range(9))

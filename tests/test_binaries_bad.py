@@ -157,7 +157,7 @@ def test_probe_records_every_bad_file_and_goes_on(tmp_path):
 
 
 def test_a_stat_given_to_the_cache_answers_as_its_own_stat(tmp_path):
-    """BinaryCache.scan(path, st) takes the probe's os.stat of the file instead of stating it again (issue 18):
+    """BinaryCache.scan(path, st) takes the probe's os.stat of the file instead of stating it again:
     the same answer and the same cache key as scan(path) for a CUDA binary, a plain file, a directory, a FIFO,
     a link to a file and a dangling link."""
     from envdoctor.binaries.elf import file_key

@@ -169,7 +169,7 @@ def test_image_root_is_read_inside_the_image(tmp_path):
 
 def test_the_cache_keeps_answers_compact_reads_the_full_form_and_forgets_gone_files(tmp_path, monkeypatch):
     """binaries.json holds only the fields that differ from a plain answer ({} for a shared object without device
-    code: the cache is read at every scan, issue 18); an entry an earlier version wrote in full answers the same
+    code: the cache is read at every scan); an entry an earlier version wrote in full answers the same
     and is rewritten compact; a file that is gone leaves the cache at the next save."""
     from dataclasses import asdict
 

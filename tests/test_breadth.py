@@ -1,10 +1,9 @@
-"""Issue 19 (breadth): kernels, GPU memory and its holders, allocator settings, build-time variables, NCCL,
+"""Breadth: kernels, GPU memory and its holders, allocator settings, build-time variables, NCCL,
 conda+pip, other accelerators, CPU flags / compilers / numpy ABI -- on fake machines, through the real CLI."""
 from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 from envdoctor.parsers.breadth import (parse_alloc_conf, parse_arch_list, parse_compute_apps, parse_cpuinfo,

@@ -1,4 +1,4 @@
-"""Children never outlive envdoctor (issue 11): a hanging nvidia-smi is killed when envdoctor is stopped
+"""Children never outlive envdoctor: a hanging nvidia-smi is killed when envdoctor is stopped
 by SIGTERM / SIGHUP / SIGINT / SIGKILL, and when it exits with a command still running."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The command line is a thin layer over the doctor (issue 13): only the CLI modules import click or each other,
+"""The command line is a thin layer over the doctor: only the CLI modules import click or each other,
 the core works without click, and the commands that need no machine (`--help`, `rules`, `explain`) load none of
 the packages the other commands need.
 

@@ -1,4 +1,4 @@
-"""The fast door (issue 18): a plain `check` / `probe` / `rules` / `explain` line is parsed by envdoctor.cli_spec
+"""The fast door: a plain `check` / `probe` / `rules` / `explain` line is parsed by envdoctor.cli_spec
 and runs its body without importing click; everything else goes to click as before.
 
 - agreement: whenever the fast parser answers, its params are exactly what click's own parse of the same line

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet_nodes import A10G_535, A100_580, DRIVER_470, HIDDEN_580, REBOOT_580, node, write_nodes
+from tests.fleet_nodes import A10G_535, DRIVER_470, HIDDEN_580, REBOOT_580, node, write_nodes
 
 GATE_FIX = Path(__file__).parent / "fixtures" / "gate"
 NOW = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)

@@ -1,4 +1,4 @@
-"""gate --offline honours lines that constrain torch indirectly (issue 17): the [[pin]] rows of
+"""gate --offline honours lines that constrain torch indirectly: the [[pin]] rows of
 matrices/gate_indirect.toml (read from the packages' real metadata on the default index: xformers' Requires-Dist,
 torch's own pin of triton) narrow the torch line before the planner picks the newest candidate.  Through the real CLI."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from envdoctor.cli import cli
-from envdoctor.gate.constraints import as_specifier, pin_rows, torch_constraints
+from envdoctor.gate.constraints import as_specifier, torch_constraints
 from envdoctor.gate.inputs import InputRequirement, Location
 
 PASCAL_470 = ["--driver", "470.82.01", "--gpu", "sm_61", "--python-version", "3.10"]

@@ -283,7 +283,7 @@ def test_invalid_yaml_in_an_environment_file_names_the_line(here):
 
 
 def test_read_yaml_without_pyyaml_reports_syntax_errors_with_lines(monkeypatch):
-    """issue 11: without PyYAML a YAML syntax error was "internal error: ModuleNotFoundError: yaml"."""
+    """Without PyYAML a YAML syntax error was "internal error: ModuleNotFoundError: yaml"."""
     import builtins
 
     real_import = builtins.__import__
@@ -304,7 +304,7 @@ def test_read_yaml_without_pyyaml_reports_syntax_errors_with_lines(monkeypatch):
 
 
 def test_read_yaml_refuses_aliases_even_with_pyyaml_installed():
-    """issue 11: with PyYAML a 400-byte alias bomb took > 100 s and 2.4 GB; the one reader refuses aliases."""
+    """With PyYAML a 400-byte alias bomb took > 100 s and 2.4 GB; the one reader refuses aliases."""
     bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
         for i in range(9))

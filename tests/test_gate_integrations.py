@@ -124,7 +124,7 @@ def test_pre_commit_hook_command_line_runs(capsys):
 
 # the gate's own rules (ED8xx) and the machine rules, each producing a finding through the integration's command line
 FAMILY_CASES = [
-    ("gate", "torch==2.3.0+cu121\n", "550.144.03", "ED800"),  # issue 11: a +cu121 pin without its index
+    ("gate", "torch==2.3.0+cu121\n", "550.144.03", "ED800"),  # a +cu121 pin without its index
     ("gate", "tensorflow-gpu==2.12.0\n", "550.144.03", "ED807"),  # the empty stub sdist
     ("machine", "--extra-index-url https://download.pytorch.org/whl/cu121\ntorch==2.3.0+cu121\n", "470.57.02", "ED100"),
 ]

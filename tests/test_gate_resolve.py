@@ -1,4 +1,4 @@
-"""envdoctor gate resolves like the installer (issue 17): uv and pip, run for the target's Python and platform against
+"""envdoctor gate resolves like the installer: uv and pip, run for the target's Python and platform against
 a local index on 127.0.0.1 that serves REAL recorded wheel metadata (tests/fixtures/index/recorded: the closure pip
 really installs for `torch` + `xformers==0.0.20` on Python 3.10, tensorflow 2.7.0's cp39 wheel, the torch releases'
 Requires-Dist), as PEP 658 metadata files and as small synthetic wheels holding that METADATA."""

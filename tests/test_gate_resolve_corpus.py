@@ -1,4 +1,4 @@
-"""The gate corpus (issue 17): 20 real install inputs from public ML repositories (tests/fixtures/gate, sources in
+"""The gate corpus: 20 real install inputs from public ML repositories (tests/fixtures/gate, sources in
 SOURCES.toml), each judged on four targets.  Every verdict here is what the OFFLINE path (the data-only planner,
 ``--offline``) says; each was read by hand against what the real resolver installs (uv / pip against the default
 index, run by hand on 2026-12-01 where that index could serve the file; the PyTorch / jax indexes were not reachable

@@ -1,4 +1,4 @@
-"""The index client's timeout bounds each whole request, not each read (issue 11: `matrices verify --timeout 2`
+"""The index client's timeout bounds each whole request, not each read (`matrices verify --timeout 2`
 against a server sending one byte every 1.5 s ran past 90 s)."""
 from __future__ import annotations
 

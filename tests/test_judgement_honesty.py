@@ -1,4 +1,4 @@
-"""Honest judgement, through the real CLI (issue 11, "Wrong answers"):
+"""Honest judgement, through the real CLI ("Wrong answers"):
 
 - each command runs its own rule families (check: machine; check --smoke: + smoke; gate: machine + gate-plan;
   smoke: smoke) -- at least one finding per family, produced by the command itself;

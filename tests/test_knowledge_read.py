@@ -1,4 +1,4 @@
-"""Issue 13: knowledge lives in matrices/ and is read by code. A data file, a kind of row in it ([[release]],
+"""Knowledge lives in matrices/ and is read by code. A data file, a kind of row in it ([[release]],
 [[fact]] ...) or a single fact (an incompatibilities.toml [[fact]] key) that no code under envdoctor/ names is
 either dead data or knowledge that only docs need: it belongs in docs/, not in matrices/.
 

@@ -1,4 +1,4 @@
-"""envdoctor.lazyre: a module-level pattern compiles on first use and then acts as re.compile's (issue 18)."""
+"""envdoctor.lazyre: a module-level pattern compiles on first use and then acts as re.compile's."""
 from __future__ import annotations
 
 import re

@@ -337,7 +337,7 @@ def test_ptx_only_fit_needs_toolkit_driver(m):
         resolve(c, m)
     first = max(toolkit, m.min_driver_for_cuda("12.8"), key=V)  # the toolkit driver, and Blackwell's first branch
     # even then TensorFlow cannot use it: XLA must generate sm_120 code, which its CUDA cannot (check's ED200 and
-    # gate say so; lock used to write it -- issue #13)
+    # gate say so; lock used to write it)
     refused = resolve(c.copy(driver=first), m)
     assert not refused.ok and "XLA cannot generate code" in " ".join(refused.reasons)
 

@@ -1,10 +1,9 @@
-"""The matrices' compiled cache (issue 18): built from the TOML, read back without it, rebuilt when the data
+"""The matrices' compiled cache: built from the TOML, read back without it, rebuilt when the data
 changes, and never able to run code."""
 from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 

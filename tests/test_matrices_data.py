@@ -178,7 +178,7 @@ def test_wheel_force_include_path_matches():
     assert {p.stem for p in DATA.glob("*.toml")} >= set(TABLES)
 
 
-# --------------------------------------------------------------------------- releases lock accepts (issue 16)
+# --------------------------------------------------------------------------- releases lock accepts
 
 
 def _lock(monkeypatch, tmp_path, capsys, *args, python="3.11"):
@@ -267,8 +267,8 @@ def test_docs_coverage_table_is_generated_from_the_data(m):
     assert f"| `jax` | jax 0.4.26 → {m.newest_known('jax')} ({len(m.jax_releases)} releases" in shown
 
 
-# issue 16: GPU names NVML prints that had no row (names as NVIDIA's 595.45.04 supported-GPU list spells them)
-_ISSUE16_GPUS = {
+# GPU names NVML prints that had no row (names as NVIDIA's 595.45.04 supported-GPU list spells them)
+_DRIVER_LIST_GPUS = {
     "NVIDIA GeForce RTX 5090 D": "12.0", "NVIDIA GeForce RTX 5090 D v2": "12.0", "NVIDIA RTX PRO 2000 Blackwell": "12.0",
     "NVIDIA RTX PRO 4000 Blackwell SFF Edition": "12.0", "NVIDIA RTX PRO 5000 Blackwell Generation Laptop GPU": "12.0",
     "NVIDIA RTX PRO 500 Blackwell Generation Laptop GPU": "12.0", "NVIDIA A800 40GB Active": "8.0",
@@ -276,10 +276,10 @@ _ISSUE16_GPUS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(_ISSUE16_GPUS))
-def test_issue16_gpu_names_have_rows_read_from_the_driver_list_or_pci_ids(m, name):
+@pytest.mark.parametrize("name", sorted(_DRIVER_LIST_GPUS))
+def test_gpu_names_have_rows_read_from_the_driver_list_or_pci_ids(m, name):
     g = m.gpu_info(name)
-    assert g is not None and g.cc == _ISSUE16_GPUS[name], name
+    assert g is not None and g.cc == _DRIVER_LIST_GPUS[name], name
     assert not g.unverified and "pci.ids" in g.source
     # the chip pci.ids names must be one its [[arch]] row lists
     chip = re.search(r"\b(G[A-Z]\d{3})\b", g.verified).group(1)

@@ -1,4 +1,4 @@
-"""Issue 13: no version tables or version literals in code. What a framework, CUDA, cuDNN or a driver release
+"""No version tables or version literals in code. What a framework, CUDA, cuDNN or a driver release
 supports is knowledge: it lives in matrices/*.toml with a source and a verified note, and code reads it.
 
 The scan walks envdoctor/**/*.py with ast and fails on
@@ -42,7 +42,7 @@ ALLOWED: Dict[Tuple[str, str], str] = {
     ("snapshot.py", "'1.0'"): "envdoctor's snapshot JSON schema version (docs/snapshot.md)",
     ("facts/platform.py", "'3.0.0'"): "placeholder python_full_version of a PEP 508 marker environment when the "
                                       "target names no Python (markers are then evaluated for 'some Python 3')",
-    ("gate/plan.py", "'3.0.0'"): "the same marker-environment placeholder (gate's own builder, issue 13 merges it)",
+    ("gate/plan.py", "'3.0.0'"): "the same marker-environment placeholder (gate's own builder)",
     ("gate/plan.py", "'3.0'"): "the same marker-environment placeholder (python_version)",
     ("knowledge/index.py", "'3.12'"): "the Python at which a py3-none wheel's Requires-Dist markers are read when no "
                                       "target Python is given: an evaluation point, not a compatibility claim",

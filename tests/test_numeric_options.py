@@ -1,5 +1,5 @@
 """Every numeric option of every command takes a finite number in its range, or fails with one line, exit 2
-(issue 11: `--timeout nan` was accepted, probes failed and a hanging child was never killed)."""
+(`--timeout nan` was accepted, probes failed and a hanging child was never killed)."""
 from __future__ import annotations
 
 import click

@@ -1,4 +1,4 @@
-"""One judgement, three uses (issue #13): what ``lock`` writes, ``gate`` passes and ``check`` finds clean.
+"""One judgement, three uses: what ``lock`` writes, ``gate`` passes and ``check`` finds clean.
 
 A property test over targets -- CUDA line, driver, GPUs, frameworks, platform, Python -- all drawn from the real
 matrices (no target is special-cased): every lock the real lock code writes is judged without an error by the real

@@ -289,7 +289,7 @@ def test_parser_keeps_its_contract_on_mutated_fixtures(spec: Spec):
     prop()
 
 
-# -- the repros of issue 11, each a fixed input ------------------------------------------------
+# -- the reported repros, each a fixed input ------------------------------------------------
 
 def test_query_gpus_with_inf_memory_keeps_the_gpu_and_drops_the_field():
     text = "0, NVIDIA A10G, 8.6, inf, 00000000:00:1E.0, GPU-3b1c5f6e-5a0e-9c4d-8b7e-1f2a3b4c5d6e, 550.54.15\n"

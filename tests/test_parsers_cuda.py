@@ -308,7 +308,7 @@ def test_rocm_garbage(junk):
 @given(st.lists(st.text(alphabet="0123456789", min_size=1, max_size=6), min_size=1, max_size=5),
        st.sampled_from(["", " ", "\n", "x", "+cu121", ".", "-1"]))
 def test_major_minor_is_the_series_facts_versions_gives(parts, tail):
-    """cuda_version.major_minor computes the series itself (no packaging at the probes' import, issue 18):
+    """cuda_version.major_minor computes the series itself (no packaging at the probes' import):
     the same answer as envdoctor.facts.versions.major_minor for every version it accepts, None otherwise."""
     from envdoctor.facts import versions
 
@@ -328,7 +328,7 @@ def test_major_minor_on_real_versions():
 
 
 def test_ldconfig_entry_init_is_the_generic_one():
-    """LdconfigEntry writes its own __init__ (issue 18): it takes what the generic records __init__ takes and makes
+    """LdconfigEntry writes its own __init__: it takes what the generic records __init__ takes and makes
     an equal entry (same fields, repr, equality) for every row of real `ldconfig -p` output."""
     from dataclasses import asdict, fields
 

@@ -270,7 +270,7 @@ def test_garbage_build_info_that_looks_like_a_dict_is_rejected():
 
 
 def test_jax_version_file_parsed_once_per_text_answers_as_parsing_it():
-    """jax and jaxlib ship the same version.py, parsed once (issue 18): every call answers what parsing that text
+    """jax and jaxlib ship the same version.py, parsed once: every call answers what parsing that text
     answers, as its own copy, so a caller changing its answer changes no other."""
     for name in ("jaxlib_version_0.10.2.py", "jaxlib_version_0.3.0.py"):
         text = fixture(name)

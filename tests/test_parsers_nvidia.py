@@ -226,7 +226,7 @@ def test_truncated_fixtures_never_raise():
             proc.parse_gpu_information(part)
 
 
-# -- issue 11: a number nvidia-smi cannot have printed keeps the GPU, through the real CLI ----------
+# -- a number nvidia-smi cannot have printed keeps the GPU, through the real CLI ----------
 
 def test_check_with_inf_memory_in_query_still_finds_the_gpu(tmp_path):
     """`--query-gpu` printing `inf` for memory.total made the probe raise OverflowError, and

@@ -1,4 +1,4 @@
-"""The remembered Requires-Dist judgements (envdoctor.facts.pin_memo, issue 18): a warm check judges the same
+"""The remembered Requires-Dist judgements (envdoctor.facts.pin_memo): a warm check judges the same
 pins without importing packaging's requirement parser, and the memo never changes an answer -- it is keyed by
 the marker environment, and a file that is not what it wrote is ignored."""
 from __future__ import annotations

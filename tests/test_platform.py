@@ -89,8 +89,8 @@ def _platform_answers():
 
 
 def test_live_uname_answers_as_the_platform_module():
-    """The live probe reads os.uname and confstr itself, not through the platform module (~2 ms of imports,
-    issue 18): the same five answers on this machine."""
+    """The live probe reads os.uname and confstr itself, not through the platform module (~2 ms of imports):
+    the same five answers on this machine."""
     from envdoctor.probes.platform import live_uname
 
     assert live_uname() == _platform_answers()

@@ -1,4 +1,4 @@
-"""Runner.start / probes.prefetch (issue 18): a command started early is collected by the run() that follows,
+"""Runner.start / probes.prefetch: a command started early is collected by the run() that follows,
 runs once, gives the same result, and one that nobody collects is killed, never left behind."""
 from __future__ import annotations
 

@@ -200,7 +200,7 @@ def test_this_machine_loader_and_cudnn():
     assert Snapshot.from_dict(snap.to_dict()) == snap
 
 
-# ------------------------------------------------------------------ one parse of `ldconfig -p` per run (issue 18)
+# ------------------------------------------------------------------ one parse of `ldconfig -p` per run
 
 def _count_parses(monkeypatch):
     calls = []
@@ -251,7 +251,7 @@ def test_an_unreadable_ldconfig_p_is_said_by_the_loader_only(tmp_path, monkeypat
     assert not any("could not read" in e.excerpt for c in snap.cudnn for e in c.evidence)
 
 
-# ------------------------------------------------------------------ glob_in: one listing, the globs' answers (issue 18)
+# ------------------------------------------------------------------ glob_in: one listing, the globs' answers
 
 GLOB_CASES = [cudnn.HEADER_NAMES, ("libcudnn.so*",), tuple(f"{n}.so*" for n in loader.LIB_NAMES),
               ("nvidia_cudnn*.dist-info",), ("nvidia_cuda_*.dist-info",), ("libnvidia-ml.so*",), ("libcuda.so*",),

@@ -7,9 +7,7 @@ import os
 import shutil
 import stat
 import sys
-import threading
 import time
-import types
 from pathlib import Path, PurePosixPath
 
 import pytest

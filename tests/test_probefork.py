@@ -1,4 +1,4 @@
-"""Probing in a forked child (envdoctor/probefork.py, issue 18): the same reports with and without the fork, on fake
+"""Probing in a forked child (envdoctor/probefork.py): the same reports with and without the fork, on fake
 machines and on the real framework interpreter; every way the child can fail gives the in-process result; BadInput
 crosses over as the same one-line error; signals, SIGKILL and an early exit leave no child and no command behind.
 

@@ -1,5 +1,5 @@
 """The Python-environment helper writes its JSON and normalises names itself (no json/re imports in the
-target interpreter, issue 18): the same text as json.dumps and re.sub, and it really imports neither."""
+target interpreter): the same text as json.dumps and re.sub, and it really imports neither."""
 from __future__ import annotations
 
 import json
@@ -77,7 +77,7 @@ def test_the_helper_imports_neither_json_nor_re():
 @settings(max_examples=400, deadline=None)
 @given(st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=60))
 def test_ascii_strings_through_translate_are_the_loop(text):
-    """ASCII text is escaped with str.translate (issue 18): what the character loop and json.dumps write."""
+    """ASCII text is escaped with str.translate: what the character loop and json.dumps write."""
     assert helper._string(text) == helper._string_loop(text) == json.dumps(text, ensure_ascii=True)
 
 
@@ -147,7 +147,7 @@ def test_the_bootstrap_loads_the_compiled_helper(tmp_path):
 
 
 def test_platform_tag_is_sysconfig_get_platform(tmp_path):
-    """The helper names the platform without importing sysconfig on Linux (issue 18): sysconfig.get_platform()'s
+    """The helper names the platform without importing sysconfig on Linux: sysconfig.get_platform()'s
     answer, in this interpreter and the real framework venv's, also when _PYTHON_HOST_PLATFORM overrides it."""
     import os
 

@@ -2,7 +2,6 @@
 system's PATH and a fresh HOME (so it cannot drift from what works), and its test command is what .ci/run runs."""
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess

@@ -1,4 +1,4 @@
-"""envdoctor.records.dataclass behaves as dataclasses.dataclass for what the model uses (issue 18).
+"""envdoctor.records.dataclass behaves as dataclasses.dataclass for what the model uses.
 
 Each check builds the same class twice, once with each decorator, and compares what they do.
 """
@@ -188,7 +188,7 @@ print(json.dumps(sorted(m for m in ("dataclasses", "inspect") if m in sys.module
 
 
 def test_probing_judging_and_rendering_never_import_dataclasses(tmp_path):
-    """Importing the dataclasses module imports inspect (ast, dis, tokenize): ~9 ms of every start (issue 18).
+    """Importing the dataclasses module imports inspect (ast, dis, tokenize): ~9 ms of every start.
     Probing this machine, loading a snapshot, judging it and rendering every format needs neither."""
     import json
     import subprocess

@@ -237,7 +237,7 @@ def test_environment_secrets_are_scrubbed_anywhere(monkeypatch):
     assert "plain-lowercase-value-123" not in redact_output("echo plain-lowercase-value-123 done")
 
 
-# -- the redactor's skips (issue 18) against running every pattern -------------------------------
+# -- the redactor's skips against running every pattern -------------------------------
 
 def _every_pattern(r: Redactor, s: str) -> str:
     """Redactor.text as it was before it learnt to skip patterns that cannot match: every pattern on every text."""

@@ -1,4 +1,4 @@
-"""Issue 19, deployment runtimes: ONNX Runtime's CUDA provider (ED680/ED681), the TensorRT wheels' CUDA line (ED682),
+"""Deployment runtimes: ONNX Runtime's CUDA provider (ED680/ED681), the TensorRT wheels' CUDA line (ED682),
 torch's ONNX exporter prerequisites (ED683) -- on fake machines and fake venvs, through the real CLI."""
 from __future__ import annotations
 

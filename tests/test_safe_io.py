@@ -1,5 +1,5 @@
 """Output files (every command's -o) and bounded input reading (envdoctor.outfile, envdoctor.infile), through the
-real CLI where a command promises it (issue 11, "Damage and unbounded resources")."""
+real CLI where a command promises it ("Damage and unbounded resources")."""
 from __future__ import annotations
 
 import json
@@ -106,7 +106,7 @@ def test_dev_null_is_written_through_and_stays_a_device(snap_file):
 
 
 def test_a_character_device_made_by_mknod_is_not_replaced(tmp_path, snap_file):
-    """issue 11: `mknod X c 1 3; envdoctor probe -o X` left a 0600 regular file where the device was."""
+    """`mknod X c 1 3; envdoctor probe -o X` left a 0600 regular file where the device was."""
     dev = tmp_path / "X"
     try:
         os.mknod(dev, stat.S_IFCHR | 0o666, os.makedev(1, 3))
@@ -119,20 +119,20 @@ def test_a_character_device_made_by_mknod_is_not_replaced(tmp_path, snap_file):
 
 
 def test_lock_o_dev_zero_is_not_read(tmp_path):
-    """issue 11: lock -o /dev/zero read the target first and ran out of memory."""
+    """lock -o /dev/zero read the target first and ran out of memory."""
     proc = run(*LOCK, "-o", "/dev/zero")
     assert proc.returncode == 0 and "wrote /dev/zero" in proc.stderr and proc.seconds < BOUND_S
 
 
 def test_dev_full_is_one_line_exit_2(snap_file):
-    """issue 11: `-o /dev/full` was killed."""
+    """`-o /dev/full` was killed."""
     for cmd in (LOCK, ["probe", "--snapshot", str(snap_file)]):
         line = one_line_error(run(*cmd, "-o", "/dev/full"))
         assert "/dev/full" in line and "No space left" in line
 
 
 def test_lock_o_dev_stdout_through_a_pipe_does_not_hang():
-    """issue 11: `lock -o /dev/stdout | cat` hung (the lock was read back from the pipe)."""
+    """`lock -o /dev/stdout | cat` hung (the lock was read back from the pipe)."""
     proc = run(*LOCK, "-o", "/dev/stdout")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("# requirements-cuda.txt") and "torch==" in proc.stdout
@@ -273,7 +273,7 @@ def test_snapshot_from_stdin(snap_file):
 
 
 def test_root_fifo_and_device_are_recorded_never_read(tmp_path):
-    """issue 11: a FIFO at D/etc/os-release or D/proc/driver/nvidia/version under --root D hung."""
+    """A FIFO at D/etc/os-release or D/proc/driver/nvidia/version under --root D hung."""
     (tmp_path / "etc").mkdir()
     (tmp_path / "proc" / "driver" / "nvidia").mkdir(parents=True)
     os.mkfifo(tmp_path / "etc" / "os-release")
@@ -288,7 +288,7 @@ def test_root_fifo_and_device_are_recorded_never_read(tmp_path):
 
 
 def test_corrupt_parse_cache_is_discarded_and_named(tmp_path, monkeypatch):
-    """issue 11: deeply nested JSON in $ENVDOCTOR_CACHE_DIR/parsed/ dropped the gpus table without naming the cache."""
+    """Deeply nested JSON in $ENVDOCTOR_CACHE_DIR/parsed/ dropped the gpus table without naming the cache."""
     env = {"ENVDOCTOR_CACHE_DIR": str(tmp_path), "ENVDOCTOR_NO_PARSE_CACHE": None}
     first = run(*LOCK, env=env)
     assert first.returncode == 0, first.stderr

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from envdoctor.smoke import FrameworkResult, SmokeRun, StepResult
-from envdoctor.smoke.runner import FRAMEWORKS, MARKER, assemble, plan, program_source
+from envdoctor.smoke.results import FRAMEWORKS
+from envdoctor.smoke.runner import MARKER, assemble, plan, program_source
 from envdoctor.subproc import CmdResult, Runner
 from tests import snapfactory as sf
 from envdoctor.snapshot import Cudnn

@@ -1,4 +1,4 @@
-"""Issue 19: the multi-GPU smoke steps (each GPU isolated and timed, an all-reduce over two or more) and the
+"""The multi-GPU smoke steps (each GPU isolated and timed, an all-reduce over two or more) and the
 onnxruntime smoke program -- the helpers run for real on fakes of the devices, the programs on the real CPU builds
 (slow), and on a GPU machine (marked gpu)."""
 from __future__ import annotations
@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from envdoctor.smoke.runner import FRAMEWORKS, assemble, plan, program_source
+from envdoctor.smoke.results import FRAMEWORKS
+from envdoctor.smoke.runner import assemble, plan, program_source
 from envdoctor.subproc import CmdResult
 
 

@@ -110,7 +110,7 @@ def test_report_schema_file_matches_and_validates_check_output():
 
 
 def test_model_hints_read_without_compiling_agree_with_typing():
-    """from_dict reads the model's annotations with a small reader of its own (issue 18: typing.get_type_hints
+    """from_dict reads the model's annotations with a small reader of its own (typing.get_type_hints
     compiled each string); for every model class it must give exactly what typing gives, and a class whose
     annotations it cannot read goes to typing."""
     import dataclasses

@@ -1,4 +1,4 @@
-"""What keeps `check` quick to start (issue 18), checked by behaviour, never by timing: the modules a run
+"""What keeps `check` quick to start, checked by behaviour, never by timing: the modules a run
 leaves unimported, and the small stand-ins for stdlib helpers that cost imports (threads, which, sha256)."""
 from __future__ import annotations
 

@@ -56,7 +56,7 @@ def test_binary_output_does_not_raise(tmp_path):
     assert r.ok and "abc" in r.stdout
 
 
-# -- bounded output and time (issue 11) ------------------------------------------------------------
+# -- bounded output and time ------------------------------------------------------------
 
 from envdoctor import subproc  # noqa: E402
 from envdoctor.subproc import MAX_LINE, MAX_OUTPUT  # noqa: E402

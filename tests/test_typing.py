@@ -1,4 +1,4 @@
-"""envdoctor is typed (issue #13): the package ships py.typed, pyproject's [tool.mypy] is what .ci/run checks, and
+"""envdoctor is typed: the package ships py.typed, pyproject's [tool.mypy] is what .ci/run checks, and
 an ignore in a checked module says what it ignores and why. (`python -m mypy` itself runs in .ci/run.)"""
 from __future__ import annotations
 

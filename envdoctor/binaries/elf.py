@@ -142,7 +142,7 @@ def open_elf(path: str) -> ElfFile:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise Unreadable(f"cannot open it: {exc.strerror or exc}") from None
-    import mmap  # only for a file that is read: a warm scan maps nothing (issue 18)
+    import mmap  # only for a file that is read: a warm scan maps nothing
 
     try:
         buf = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)

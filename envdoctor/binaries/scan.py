@@ -52,8 +52,8 @@ class FileScan:
         return cls(**{k: v for k, v in data.items() if k in names})
 
     def to_dict(self) -> dict:
-        """The fields that differ from a FileScan()'s: a plain shared object is {}, most of a venv's (issue 18:
-        the cache of a venv with torch, tensorflow and jax reads in a third of the time). from_dict reads both
+        """The fields that differ from a FileScan()'s: a plain shared object is {}, most of a venv's
+        (the cache of a venv with torch, tensorflow and jax reads in a third of the time). from_dict reads both
         this and the full asdict form that earlier versions wrote."""
         return {k: v for k, v in asdict(self).items() if v != _DEFAULTS[k]}
 

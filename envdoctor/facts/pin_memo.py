@@ -1,4 +1,4 @@
-"""What packaging made of each Requires-Dist line, remembered between runs (issue 18).
+"""What packaging made of each Requires-Dist line, remembered between runs.
 
 Judging a framework's pins parses its Requires-Dist lines with packaging.requirements and evaluates their
 markers; importing that parser (markers -> utils -> tags -> logging, sysconfig) costs a check ~12 ms, more than

@@ -107,8 +107,8 @@ def k8s(image: str, namespace: str, out_dir: str, job: bool = False, nodes: int 
         raise BadInput(f"--runtime-class {json.dumps(runtime_class)}: not a Kubernetes name (lower-case letters, "
                        f"digits, '-' and '.')")
     labels = {"app.kubernetes.io/name": APP}
-    probe_cmd = (f'envdoctor probe --format json --fleet --node-name "$NODE_NAME" -o /out/"$NODE_NAME".json '
-                 f'&& cat /out/"$NODE_NAME".json')
+    probe_cmd = ('envdoctor probe --format json --fleet --node-name "$NODE_NAME" -o /out/"$NODE_NAME".json '
+                 '&& cat /out/"$NODE_NAME".json')
     probe = {
         "name": "probe", "image": image, "command": ["sh", "-c", probe_cmd],
         "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},

@@ -175,8 +175,8 @@ class Store:
         new = 0
         for row in rows:
             cur = self.con.execute(
-                f"INSERT OR IGNORE INTO snapshots(node, taken_at, fp, origin, labels, gpu_count, reboot, hidden, ingest) "
-                f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row + (ingest,))
+                "INSERT OR IGNORE INTO snapshots(node, taken_at, fp, origin, labels, gpu_count, reboot, hidden, ingest) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row + (ingest,))
             if cur.rowcount:
                 new += 1
                 self.con.execute(

@@ -18,7 +18,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from envdoctor.facts.gpu_support import cudnn_supports_gpu
-from envdoctor.facts.pins import canonical_name  # not packaging.utils: it imports packaging.tags (issue 18)
+from envdoctor.facts.pins import canonical_name  # not packaging.utils: it imports packaging.tags
 from envdoctor.knowledge.tables import build_runs_on_cc, normalize_cc, parse_version
 from envdoctor.records import dataclass, field
 

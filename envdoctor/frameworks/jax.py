@@ -3,7 +3,7 @@
 compute capability and driver instead of an arch list).  XLA generates the GPU code."""
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version

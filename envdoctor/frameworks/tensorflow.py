@@ -3,7 +3,7 @@ are the release rows of the matrices (a tested release and the patch releases of
 generates GPU code with XLA, so PTX of an older architecture is no help where its CUDA predates the GPU."""
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Optional
 
 from packaging.version import Version
 

@@ -1,6 +1,6 @@
 """The matrices' compiled cache: the typed rows of every table as plain JSON, keyed by the data's hash.
 
-Reading, validating and building the TOML tables costs a third of `envdoctor check` (issue 18).  The
+Reading, validating and building the TOML tables costs a third of `envdoctor check`.  The
 result of doing it once (Matrices' keyword arguments: the rows, the warnings about the data, the
 sources) is kept in ``<cache root>/compiled/matrices.json`` as
 ``{"format": N, "key": <hash>, "parts": ...}``, every row an object ``{"__row__": "<class>", <fields>}``.

@@ -12,7 +12,6 @@ and arrays of tables (``[[release]]``, ``[[gpu]]`` ...).  Loading never raises:
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -300,7 +299,7 @@ def cache_file(table: str, cache_dir: Optional[Path] = None) -> Path:
 
 def sha256(data: bytes = b"") -> Any:
     """hashlib.sha256, from CPython's own module when there is one: importing hashlib loads OpenSSL
-    (~3 ms of every start, issue 18); the digests are the same."""
+    (~3 ms of every start); the digests are the same."""
     try:
         from _sha256 import sha256 as impl  # CPython <= 3.11
     except ImportError:

@@ -474,7 +474,7 @@ def render_script(plan: Plan, header: Sequence[str] = ()) -> str:
 
     if t.kind == "venv":
         if plan.replace_existing:
-            step(f"--force: move the existing environment aside (deleted once onboarding succeeds)")
+            step("--force: move the existing environment aside (deleted once onboarding succeeds)")
             out.append(_q(["mv", t.path, t.path + BACKUP_SUFFIX]))
         step(f"the environment directory and the lock: {plan.lock_summary}")
         out.append(_q(["mkdir", "-p", t.path]))

@@ -23,7 +23,7 @@ from typing import Optional
 from envdoctor.lazyre import lazy_re
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # ast and warnings are imported where a file is parsed: not at every start (issue 18)
+if TYPE_CHECKING:  # ast and warnings are imported where a file is parsed: not at every start
     import ast
 
 # The most characters one parser call reads (probes cap captured output well below this).

@@ -166,7 +166,7 @@ def major_minor(version: Optional[str]) -> Optional[str]:
     """The X.Y series of a CUDA version as this parser reads it ("12.4.131" -> "12.4", "12.04" -> "12.4");
     envdoctor.facts.versions.major_minor says what a series is, and gives the same answer for every version
     _clean_version lets through (2 to 4 runs of ASCII digits: test_parsers_cuda.py checks it), computed here
-    without packaging, which the probes would otherwise import only for this (~7 ms of `probe`, issue 18)."""
+    without packaging, which the probes would otherwise import only for this (~7 ms of `probe`)."""
     v = _clean_version(version)
     if v is None:
         return None

@@ -23,8 +23,8 @@ from envdoctor.lazyre import lazy_re
 from envdoctor.records import dataclass, replace
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # ast is imported where a file is parsed: not at every start (issue 18)
-    import ast
+if TYPE_CHECKING:  # ast is imported where a file is parsed: not at every start
+    pass
 
 
 @dataclass
@@ -49,7 +49,7 @@ def parse_jax_version_file(text: Optional[str]) -> Optional[JaxVersionInfo]:
 
 @lru_cache(maxsize=8)
 def _parse_version_text(text: str) -> Optional[JaxVersionInfo]:
-    """jax and jaxlib ship the same version.py: a check parses it once (ast.parse of 7 KB is ~1.5 ms, issue 18)."""
+    """jax and jaxlib ship the same version.py: a check parses it once (ast.parse of 7 KB is ~1.5 ms)."""
     import ast
 
     values = {}

@@ -25,7 +25,7 @@ class LdconfigEntry:
 
     def __init__(self, soname: str, flags: str, path: str) -> None:
         # the generic __init__ of envdoctor.records checks names and defaults: 2 us a row, and `ldconfig -p` has
-        # ~600 rows at every check (issue 18); this is the same signature (records keeps a class's own __init__)
+        # ~600 rows at every check; this is the same signature (records keeps a class's own __init__)
         self.soname = soname
         self.flags = flags
         self.path = path

@@ -97,7 +97,7 @@ def _from_json(text: str) -> List[str]:
 
 
 def _from_csv(text: str) -> List[str]:
-    import csv  # only for amd-smi's CSV output: not at import (issue 18)
+    import csv  # only for amd-smi's CSV output: not at import
     import io
 
     try:

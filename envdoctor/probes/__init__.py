@@ -9,7 +9,7 @@ Concurrency: the commands the first probes run (the Python helper, the compilers
 started before any probe (:func:`start_commands`), as processes of their own; the probes that wait on the world
 outside (the driver through NVML or nvidia-smi, rocm-smi, other interpreters) run in threads of their own; the rest
 run one after another in the calling thread meanwhile. They are CPU-bound Python: in threads they would only take
-turns for the GIL, and every file they stat or read hands it over (issue 18: a warm check ~8 ms faster so).
+turns for the GIL, and every file they stat or read hands it over (a warm check ~8 ms faster so).
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@
 # `from __future__ import annotations`, no walrus, no f-string `=`), prints one line:
 #     @@ENVDOCTOR-PYENV@@ {json}
 # It imports neither json nor re (nor platform, which imports re): in a plain venv those are most of
-# the helper's own time, and it runs in every check (issue 18). `dumps` writes the JSON itself.
+# the helper's own time, and it runs in every check. `dumps` writes the JSON itself.
 import sys
 
 if __name__ == "__main__":
@@ -101,7 +101,7 @@ def _string(text):
         return _string_loop(text)
     if text.isprintable() and '"' not in text and "\\" not in text:
         return '"' + text + '"'  # nothing to escape (the common case: names, versions, paths)
-    return '"' + text.translate(_ASCII_TABLE) + '"'  # the version files' texts: at C speed, not a loop (issue 18)
+    return '"' + text.translate(_ASCII_TABLE) + '"'  # the version files' texts: at C speed, not a loop
 
 
 def _string_loop(text):

@@ -234,7 +234,7 @@ def probe(ctx: ProbeContext, snap: Snapshot) -> None:
     caps: List[str] = []  # every bound that bit: the probe then answered only in part, and says so
     prefixes += conda_env_prefixes(ctx.env, caps)
     system = snap.platform.system
-    if not system:  # the platform probe's answer, else platform's own (imported only then: ~2 ms, issue 18)
+    if not system:  # the platform probe's answer, else platform's own (imported only then: ~2 ms)
         import platform
 
         system = platform.system()

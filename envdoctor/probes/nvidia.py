@@ -55,7 +55,7 @@ import os
 import posixpath
 import re
 import sys
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from envdoctor.parsers.nvidia_smi import (
     SmiBanner,
@@ -129,7 +129,7 @@ def _cmd_excerpt(res: CmdResult) -> str:
 
 
 def _same_version(a: str, b: str) -> bool:
-    from packaging.version import InvalidVersion, Version  # only with a driver to compare: not at import (issue 18)
+    from packaging.version import InvalidVersion, Version  # only with a driver to compare: not at import
 
     try:
         return Version(a) == Version(b)
@@ -415,7 +415,7 @@ def _files_layer(ctx: ProbeContext) -> _Files:
     f.proc_gpus.sort(key=lambda g: normalize_bus_id(g.bus_location))
 
     for d in LINUX_LIB_DIRS + (WSL_LIB_DIR,):
-        f.nvml_libs.extend(root.glob_in(d, ("libnvidia-ml.so*",)))  # glob's answer, cheaper (issue 18)
+        f.nvml_libs.extend(root.glob_in(d, ("libnvidia-ml.so*",)))  # glob's answer, cheaper
     for p in ("/usr/bin/nvidia-smi", "/bin/nvidia-smi", WSL_LIB_DIR + "/nvidia-smi"):
         if root.exists(p):
             f.smi_files.append(p)

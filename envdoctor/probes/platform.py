@@ -54,7 +54,7 @@ def container_hint(root, env) -> str | None:
 def live_uname() -> Tuple[str, str, str, str, Tuple[str, str]]:
     """(system, machine, kernel release, host name, libc_ver()) of this machine, as the platform module answers
     them: on Linux from os.uname() and os.confstr (what platform.uname() and platform.libc_ver() read there, its
-    "unknown" as ""), without importing platform (~2 ms, issue 18); elsewhere, or when confstr cannot say
+    "unknown" as ""), without importing platform (~2 ms); elsewhere, or when confstr cannot say
     (musl), platform itself."""
     uname = getattr(os, "uname", None)
     u = uname() if uname is not None else None

@@ -83,7 +83,7 @@ def _helper_env(env: Any) -> Dict[str, str]:
 
 # What `python -c` runs: the helper imported from its folder, not its source given whole. An interpreter of
 # envdoctor's own version then loads the helper's .pyc (written when envdoctor imported it, or by pip) instead of
-# compiling 14 KB of source at every check (~3.5 ms of the target's CPU, issue 18); another version compiles it, as
+# compiling 14 KB of source at every check (~3.5 ms of the target's CPU); another version compiles it, as
 # -c did (PYTHONDONTWRITEBYTECODE: it writes nothing). sys.path stays the interpreter's own: '' goes first (as the
 # helper does itself under -c), and the folder goes again before the helper reads sys.path.
 _BOOTSTRAP = """import sys

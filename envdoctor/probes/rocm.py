@@ -27,7 +27,7 @@ from envdoctor.snapshot import Evidence, Rocm, Snapshot
 
 
 def _version_key(path: str):
-    from packaging.version import InvalidVersion, Version  # only with /opt/rocm-* dirs: not at import (issue 18)
+    from packaging.version import InvalidVersion, Version  # only with /opt/rocm-* dirs: not at import
 
     m = re.search(r"rocm-([0-9]{1,12}(?:\.[0-9]{1,12})*)(?![0-9])", path)
     try:

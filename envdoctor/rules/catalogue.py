@@ -13,7 +13,7 @@ FIXES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixes.tom
 @functools.lru_cache(maxsize=1)
 def fixes() -> Dict[str, str]:
     """Rule ID -> what fixes its finding, in general (through the matrices' parse cache: `rules` and `explain`
-    then neither import nor run the TOML parser, issue 18)."""
+    then neither import nor run the TOML parser)."""
     from envdoctor.knowledge.load import parse_toml_cached
 
     with open(FIXES_FILE, encoding="utf-8") as fh:

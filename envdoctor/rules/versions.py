@@ -150,7 +150,7 @@ def jax_versions_out_of_step(ctx: Context, r: Rule) -> List[Finding]:
                   EvidenceItem("jax's jaxlib requirement", line, src)]
             fix = ["Bring jaxlib (and the CUDA plugin) to jax's version:"] + _jax_fix(jax, jaxlib, plugins, jv)
             if newer and lv is not None:
-                fix += [f"Or upgrade jax to jaxlib's version:", f'$ pip install "jax=={lv}"']
+                fix += ["Or upgrade jax to jaxlib's version:", f'$ pip install "jax=={lv}"']
             findings.append(r.finding(msg, evidence=ev, fix=fix, cause=JAX_CAUSE, subject=fw_label(jax)))
     if jaxlib is not None:
         for major, plugin in sorted(plugins.items()):

@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.errors import BadInput, EnvdoctorError
 from envdoctor.frameworks import registry
-from envdoctor.smoke.results import BAD, DEFAULT_TIMEOUT, FRAMEWORKS, RANK, FrameworkResult, SmokeRun, StepResult
+from envdoctor.smoke.results import BAD, DEFAULT_TIMEOUT, RANK, FrameworkResult, SmokeRun, StepResult
 from envdoctor.subproc import CmdResult, Runner
 
 PROGRAMS = Path(__file__).with_name("programs")

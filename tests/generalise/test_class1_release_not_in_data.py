@@ -1,4 +1,4 @@
-"""Issue 14, class 1: a release older than (or absent from) the data is judged from what the build states about
+"""Class 1: a release older than (or absent from) the data is judged from what the build states about
 itself, and what cannot be judged is an explicit finding (ED902) whose framework line is never ✓."""
 from __future__ import annotations
 

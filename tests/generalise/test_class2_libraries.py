@@ -1,4 +1,4 @@
-"""Issue 14, class 2: which CUDA libraries a framework really loads (envdoctor.facts.libraries, the resolver).
+"""Class 2: which CUDA libraries a framework really loads (envdoctor.facts.libraries, the resolver).
 
 A pin under `extra == 'and-cuda'` is a library TensorFlow uses only when that extra was installed; the libraries a
 torch wheel bundles in torch/lib are recorded and judged against LD_LIBRARY_PATH; the copy the loader takes first is

@@ -1,4 +1,4 @@
-"""Issue 14, class 5: partial device failures are judged. A machine whose driver still answers for some GPUs while
+"""Class 5: partial device failures are judged. A machine whose driver still answers for some GPUs while
 another fails (NVML lists fewer GPUs than /proc, "Unknown Error" / "GPU is lost" for one GPU, nvidia-smi printing
 only "Unable to determine the device handle ...") gets ED018 on the GPUs line, never a ✓. Real nvidia-smi outputs
 are in tests/fixtures/nvidia (SOURCES.toml)."""

@@ -1,4 +1,4 @@
-"""Issue 14, class 6: severity follows consequence. A finding whose own rationale says the framework refuses to start
+"""Class 6: severity follows consequence. A finding whose own rationale says the framework refuses to start
 is an error; a failed fix look-up never suppresses a finding or leaves it without a fix line."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 14, class 7: the question is "will it use the GPU". Through the real CLI: on a machine with a usable
+"""Class 7: the question is "will it use the GPU". Through the real CLI: on a machine with a usable
 NVIDIA GPU a build that cannot use it is an error by default; `--expect-cpu FRAMEWORK`, `[tool.envdoctor]
 expect-cpu` in pyproject.toml and envdoctor.toml make it an info; a CPU laptop stays healthy."""
 from __future__ import annotations

@@ -29,7 +29,7 @@ TORCH_241 = [
     f"nvidia-curand-cu12 (==10.3.2.106) {_L}", f"nvidia-cusolver-cu12 (==11.4.5.107) {_L}",
     f"nvidia-cusparse-cu12 (==12.1.0.106) {_L}", f"nvidia-nccl-cu12 (==2.20.5) {_L}",
     f"nvidia-nvtx-cu12 (==12.1.105) {_L}",
-    f'triton (==3.0.0) ; platform_system == "Linux" and platform_machine == "x86_64" and python_version < "3.13"',
+    'triton (==3.0.0) ; platform_system == "Linux" and platform_machine == "x86_64" and python_version < "3.13"',
 ]
 TORCH_241_PKGS = {
     "nvidia-cuda-nvrtc-cu12": "12.1.105", "nvidia-cuda-runtime-cu12": "12.1.105", "nvidia-cuda-cupti-cu12": "12.1.105",
@@ -38,8 +38,8 @@ TORCH_241_PKGS = {
     "nvidia-nccl-cu12": "2.20.5", "nvidia-nvtx-cu12": "12.1.105",
 }
 # torch 2.0.1 (PyPI) nvidia-cudnn line
-TORCH_201 = [f'nvidia-cudnn-cu11 (==8.5.0.96) ; platform_system == "Linux" and platform_machine == "x86_64"',
-             f'nvidia-cublas-cu11 (==11.10.3.66) ; platform_system == "Linux" and platform_machine == "x86_64"']
+TORCH_201 = ['nvidia-cudnn-cu11 (==8.5.0.96) ; platform_system == "Linux" and platform_machine == "x86_64"',
+             'nvidia-cublas-cu11 (==11.10.3.66) ; platform_system == "Linux" and platform_machine == "x86_64"']
 # torch 2.7.0 (PyPI) nvidia-cudnn line
 TORCH_270 = ['nvidia-cudnn-cu12==9.5.1.17; platform_system == "Linux" and platform_machine == "x86_64"',
              'nvidia-cublas-cu12==12.6.4.1; platform_system == "Linux" and platform_machine == "x86_64"']
@@ -218,7 +218,7 @@ def test_ed300_jaxlib_built_for_newer_cudnn_than_the_system_has():
     found = [f for f in run(snap) if f.id == "ED300"]
     assert len(found) == 1
     f = found[0]
-    assert f.severity == "error"  # it refuses the older cuDNN at start-up (issue 14, class 6)
+    assert f.severity == "error"  # it refuses the older cuDNN at start-up (class 6)
     assert "jaxlib 0.4.7+cuda11.cudnn86" in f.message and "8.6" in f.message and "8.5.0" in f.message
     assert any("nvidia-cudnn-cu11>=8.6" in x for x in f.fix)
 
@@ -329,7 +329,7 @@ def test_ed300_plugin_wheel_older_than_its_minimum():
     snap = machine(driver="570.124.06", gpus=["NVIDIA H100 80GB HBM3:9.0"], frameworks=fws,
                    packages={"nvidia-cudnn-cu12": "9.5.1.17", "nvidia-cublas-cu12": "12.6.4.1"})
     f = next(f for f in run(snap) if f.id == "ED300")
-    assert f.severity == "error"  # it refuses the older cuDNN at start-up (issue 14, class 6)
+    assert f.severity == "error"  # it refuses the older cuDNN at start-up (class 6)
     assert "jax-cuda12-plugin 0.6.2" in f.message and "9.5.1.17" in f.message and "9.8" in f.message
     assert '$ pip install "nvidia-cudnn-cu12<10.0,>=9.8"' in f.fix
 

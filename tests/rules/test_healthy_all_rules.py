@@ -90,7 +90,7 @@ def test_the_same_builds_on_a_driver_below_their_floor_are_errors(version):
 
 
 # --------------------------------------------------------------------------- healthy machines beyond torch on an A100
-# (issue 14: CPU laptops, containers, WSL, 2019-2026 machines stay clean)
+# (CPU laptops, containers, WSL, 2019-2026 machines stay clean)
 
 def _torch_with_pins(version):
     requires_python, lines = RELEASES[version]

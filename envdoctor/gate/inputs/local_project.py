@@ -11,7 +11,7 @@ from urllib.parse import unquote, urlparse
 
 from packaging.utils import canonicalize_name
 
-from envdoctor.gate.inputs.interface import InputProblem, InputRequirement, InputUnit, Location, Reader, _why
+from envdoctor.gate.inputs.interface import InputProblem, InputUnit, Location, Reader, _why
 from envdoctor.gate.inputs.toml_lines import _LineFinder, _str_list, _toml_loads
 from envdoctor.gate.trust import Guard
 
