@@ -5,6 +5,7 @@ one line and the conventional status, never a traceback. Reproduced by a user: 1
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -25,6 +26,8 @@ def _interpreter_start_s() -> float:
         subprocess.run([sys.executable, "-m", "site"], check=True, stdout=subprocess.DEVNULL)
         times.append(time.monotonic() - t)
     return max(times) * 1.5
+# A traceback frame in envdoctor's own files: the signal came after envdoctor began to run.
+_ENVDOCTOR_FRAME = re.compile(r'File "[^"]*[/\\]envdoctor[/\\][^"]*\.py"')
 EXPECTED = {signal.SIGINT: (130, -signal.SIGINT), signal.SIGTERM: (143, -signal.SIGTERM)}
 
 
@@ -61,6 +64,10 @@ def test_early_signals_never_print_a_traceback():
         for i, sig, delay, proc, started in runs:
             _, err = proc.communicate(timeout=60)
             if started is not None:  # it ended before the signal: nothing to judge
+                continue
+            if "Traceback" in err and not _ENVDOCTOR_FRAME.search(err):
+                # a busy machine stretched Python's own start-up past `base`: the signal landed before a line of
+                # envdoctor ran (only runpy's and importlib's frames), which no program can catch
                 continue
             if "Traceback" in err or proc.returncode not in EXPECTED[sig]:
                 failures.append((i, sig.name, round(delay, 3), proc.returncode, err[-1500:]))
