@@ -115,7 +115,7 @@ def test_bad_input_table(name, kind, tmp_path):
     ("environment.yml", 'dependencies:\n  - pip:\n    - "-r a\\0b.txt"\n', "environment.yml:3", "NUL byte"),
     ("pyproject.toml", "[project]\nname = 'x'\ndependencies = " + "[" * 3000 + "]" * 3000 + "\n", "pyproject.toml",
      "nested too deeply"),
-    ("environment.yml", "name: x\ndependencies:\n  - a\n - b\n", "environment.yml:4", "indentation"),
+    ("environment.yml", "name: x\ndependencies:\n  - a\n - b\n", "environment.yml:4", "invalid YAML"),
 ])
 def test_gate_input_repros(fname, text, where, needle, tmp_path):
     (tmp_path / fname).write_text(text)
@@ -138,11 +138,12 @@ def test_include_chain_1200_deep(tmp_path):
     assert "c49.txt:1" in line and "nested deeper than 50" in line
 
 
-def test_yaml_syntax_error_without_pyyaml(tmp_path):
-    """Without PyYAML (the default install) a YAML syntax error was "internal error: ModuleNotFoundError"."""
-    (tmp_path / "environment.yml").write_text("name: x\ndependencies:\n  - a\n - b\n")
+def test_yaml_without_pyyaml_is_one_line_not_an_internal_error(tmp_path):
+    """PyYAML is a dependency, but a broken install without it says so in one line naming the file."""
+    (tmp_path / "environment.yml").write_text("name: x\ndependencies:\n  - a\n")
     proc = run("gate", "environment.yml", *GATE_FACTS, cwd=str(tmp_path), prelude="import sys; sys.modules['yaml'] = None")
-    assert "environment.yml:4" in one_line_error(proc)
+    line = one_line_error(proc)
+    assert "environment.yml" in line and "PyYAML is not installed" in line, line
 
 
 def test_yaml_alias_bomb_is_refused_at_once(tmp_path):

@@ -12,28 +12,22 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.gate.inputs import read_yaml
+from envdoctor.gate.inputs import load_yaml as read_yaml_plain
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = Path(__file__).parent / "fixtures" / "gate"
 RISE = "rise-gen/requirements_cu121.txt"
 
 
-def _plain(node):
-    if node.kind == "map":
-        return {k: _plain(v) for k, v in node.value.items()}
-    if node.kind == "seq":
-        return [_plain(v) for v in node.value]
-    return node.value
-
-
 def load_yaml(path: Path):
-    """PyYAML when installed (what pre-commit and GitHub use), else envdoctor's own reader of the subset."""
-    try:
-        import yaml
-    except ImportError:
-        return _plain(read_yaml(path.read_text()))
-    return yaml.safe_load(path.read_text())
+    """The file as envdoctor's YAML reader reads it, checked against PyYAML's safe_load (what pre-commit reads
+    it with)."""
+    import yaml
+
+    text = path.read_text()
+    data = read_yaml_plain(text)
+    assert data == yaml.safe_load(text)
+    return data
 
 
 def cli(args, capsys, cwd=None):
@@ -160,7 +154,6 @@ def test_pre_commit_hook_runs_the_installed_console_script():
 
 
 def _action():
-    pytest.importorskip("yaml")  # action.yml uses block scalars (run: |), beyond envdoctor's YAML subset
     return load_yaml(ROOT / "action.yml")
 
 

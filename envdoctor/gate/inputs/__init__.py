@@ -6,8 +6,8 @@ One *input unit* is what one install command reads:
   index options of every included file apply to the whole install, the last ``--index-url`` wins);
 * a ``pyproject.toml`` ([project] dependencies, [project.optional-dependencies], PEP 735 [dependency-groups],
   and uv's [tool.uv.sources] / [[tool.uv.index]] / [tool.uv] conflicts);
-* a conda ``environment.yml`` (name / channels / dependencies with a nested ``- pip:`` list, read by a small
-  strict reader of the YAML subset conda uses: never PyYAML, no anchors or aliases, nesting bounded);
+* a conda ``environment.yml`` (name / channels / dependencies with a nested ``- pip:`` list, read with PyYAML's
+  safe parser, anchors, aliases and tags refused, nesting and size bounded before anything is built);
 * a PEP 751 ``pylock.toml`` or a ``uv.lock`` (exact versions and the index each package comes from).
 
 Nothing here judges a machine: markers are kept as text and evaluated by plan.py against the target.  Files are
@@ -16,7 +16,7 @@ MAX_INCLUDE_DEPTH files, numbers in versions have at most MAX_VERSION_DIGITS dig
 file and line (the CLI turns them into exit code 2).
 
 One module per input kind (as pip-audit's dependency sources): interface.py (the model), requirements.py,
-pyproject.py, pylock.py, uvlock.py, conda.py (with yamlsubset.py), toml_lines.py (TOML with line numbers).  This
+pyproject.py, pylock.py, uvlock.py, conda.py (with yamlread.py), toml_lines.py (TOML with line numbers).  This
 package re-exports their names, so ``envdoctor.gate.inputs`` keeps its import path.
 """
 from __future__ import annotations
@@ -27,16 +27,16 @@ from typing import List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.gate.inputs.conda import _pip_section, parse_conda_env, parse_conda_spec
 from envdoctor.gate.inputs.interface import (KINDS, MAX_INCLUDE_DEPTH, MAX_INPUT_BYTES, MAX_NOTES,
-                                             MAX_VERSION_DIGITS, MAX_YAML_DEPTH, IndexOption, InputProblem,
-                                             InputRequirement, InputUnit, Location, Reader, _why, long_number,
-                                             read_text_file)
+                                             MAX_VERSION_DIGITS, MAX_YAML_DEPTH, MAX_YAML_NODES, IndexOption,
+                                             InputProblem, InputRequirement, InputUnit, Location, Reader, _why,
+                                             long_number, read_text_file)
 from envdoctor.gate.inputs.pyproject import parse_pyproject
 from envdoctor.gate.inputs.pylock import parse_pylock
 from envdoctor.gate.inputs.requirements import (_RequirementsLoader, logical_lines, parse_options,
                                                 parse_requirement_text, wheel_info)
 from envdoctor.gate.inputs.toml_lines import json_quote
 from envdoctor.gate.inputs.uvlock import parse_uv_lock
-from envdoctor.gate.inputs.yamlsubset import YamlError, YNode, _YamlSubset, read_yaml
+from envdoctor.gate.inputs.yamlread import YamlError, YNode, load_yaml, read_yaml
 from envdoctor.gate.trust import Guard
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "MAX_NOTES",
     "MAX_VERSION_DIGITS",
     "MAX_YAML_DEPTH",
+    "MAX_YAML_NODES",
     "IndexOption",
     "InputProblem",
     "InputRequirement",
@@ -58,6 +59,7 @@ __all__ = [
     "json_quote",
     "load_inputs",
     "logical_lines",
+    "load_yaml",
     "long_number",
     "parse_conda_env",
     "parse_conda_spec",
@@ -70,7 +72,6 @@ __all__ = [
     "read_yaml",
     "wheel_info",
     "_RequirementsLoader",
-    "_YamlSubset",
     "_pip_section",
     "_why",
 ]

@@ -12,7 +12,7 @@ from envdoctor.gate.inputs.interface import (InputProblem, InputRequirement, Inp
                                              read_text_file)
 from envdoctor.gate.inputs.requirements import _RequirementsLoader
 from envdoctor.gate.trust import Guard, quote_token
-from envdoctor.gate.inputs.yamlsubset import YamlError, YNode, read_yaml
+from envdoctor.gate.inputs.yamlread import YamlError, YNode, read_yaml
 
 
 _CONDA_SPEC = re.compile(r"^(?:(?P<channel>[A-Za-z0-9_.\-/:]+)::)?(?P<name>[A-Za-z0-9_.\-]+)\s*(?P<rest>.*)$")

@@ -10,6 +10,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 MAX_INPUT_BYTES = 16 * 1024 * 1024  # as envdoctor.infile.MAX_INPUT_BYTES
 MAX_INCLUDE_DEPTH = 50
 MAX_YAML_DEPTH = 64
+MAX_YAML_NODES = 200_000  # values in one YAML file (an environment file has hundreds)
 MAX_NOTES = 100
 MAX_VERSION_DIGITS = 32  # a longer run of digits in a version is refused (as input, never converted to int)
 _LONG_DIGITS = re.compile(r"[0-9]{%d,}" % (MAX_VERSION_DIGITS + 1))
