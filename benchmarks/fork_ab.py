@@ -4,8 +4,8 @@
     python benchmarks/fork_ab.py /path/to/checkout-A /path/to/checkout-B --rounds 20
 
 Each checkout runs on the same interpreter (--python, default this one) with PYTHONPATH set to it and its own cache
-folder (ENVDOCTOR_CACHE_DIR, filled by --warm runs first, so every run is warm: its kept answers present, as in
-everyday use). Each round runs A and B back to back, the order alternating, so that both see the same machine
+folder (ENVDOCTOR_CACHE_DIR, filled by --warm runs first, so every run is warm: its kept answers present, and its
+bytecode written, as in everyday use). Each round runs A and B back to back, the order alternating, so that both see the same machine
 state; before each pair the 1-minute load average is read. Per run: wall time, and CPU time (user + sys) of the
 whole process tree, from os.wait4 of the command (its own CPU and that of every descendant it reaped: commands,
 helpers, forked children). The medians, the spread, and the median of the per-round differences B - A are printed,
@@ -47,6 +47,9 @@ def one_run(python: str, checkout: str, args: Sequence[str], env: Dict[str, str]
 def env_for(checkout: str, cache_dir: str) -> Dict[str, str]:
     env = dict(os.environ, PYTHONPATH=os.path.abspath(checkout), ENVDOCTOR_CACHE_DIR=cache_dir)
     env.pop("ENVDOCTOR_NO_CACHE", None)
+    # the warm runs write each checkout's bytecode, as an installed package has it: without it every run compiles
+    # whatever has no current .pyc, and the side with fewer of them loses tens of ms for it
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 
