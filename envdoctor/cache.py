@@ -41,7 +41,7 @@ MAX_ENTRIES = 64  # answers of one kind kept as one file each; the oldest go fir
 MAX_ENTRY_BYTES = 8 * 1024 * 1024
 MAX_DEPTH = 64
 VOLATILE = ("_",)  # what the shell sets to the command just typed: read by no tool
-OWN_PREFIX = "ENVDOCTOR_"  # envdoctor's own switches (no fork, the cache folder): they change no command's answer
+OWN_PREFIX = "ENVDOCTOR_"  # envdoctor's own switches (no watchdog, the cache folder): they change no command's answer
 
 Signature = Optional[List[int]]
 Witness = List[Tuple[str, Signature]]

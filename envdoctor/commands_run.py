@@ -3,8 +3,8 @@ commands' callbacks (envdoctor.commands, envdoctor.cli.probe) call these with th
 envdoctor.entry calls them with the params envdoctor.cli_spec.parse read from a plain command line (no click
 imported at all).
 
-The first thing each body does is start probing (envdoctor.doctor.prefetch: a forked child, or the probes' first
-commands), so it runs while the rules are imported and the data loaded; both doors get that.
+The first thing each body does is start the probes' first commands (envdoctor.doctor.prefetch), so that they run
+while the rules are imported and the data loaded; both doors get that.
 """
 from __future__ import annotations
 

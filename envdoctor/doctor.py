@@ -12,14 +12,21 @@ imported where they are used, so `lock` pays for no rule and `explain` for no pr
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from envdoctor.errors import BadInput
 from envdoctor.fsroot import Root
 from envdoctor.records import replace
 
-# (the rules to run, the matrices or None, the data's warnings): what judging needs besides the snapshot
-Prepared = Tuple[List[Any], Any, List[str]]
+if TYPE_CHECKING:  # the models, for the signatures only: each is imported where it is used (start-up speed)
+    from envdoctor.formats.interface import FindingsDoc
+    from envdoctor.knowledge.matrices import Matrices
+    from envdoctor.report import Report
+    from envdoctor.rules.base import Rule
+    from envdoctor.snapshot import Snapshot
+
+# (the rules to run, the matrices, the data's warnings): what judging needs besides the snapshot
+Prepared = Tuple[List["Rule"], "Matrices", List[str]]
 
 
 def split_ids(values: Optional[Iterable[str]]) -> List[str]:
@@ -34,23 +41,15 @@ def split_ids(values: Optional[Iterable[str]]) -> List[str]:
 
 
 def obtain_snapshot(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Optional[str], timeout: float,
-                    kernels: bool = False) -> Any:
-    """Probe the machine (or load a saved snapshot); bad input raises BadInput. Takes the snapshot of the child
-    prefetch() forked for the same arguments when it has one (envdoctor.probefork), else probes here."""
+                    kernels: bool = False) -> Snapshot:
+    """Probe the machine in this process (or load a saved snapshot); bad input raises BadInput. The probes collect
+    the commands prefetch() started for the same arguments."""
     if snapshot_file:
         if python_path or root_dir:
             raise BadInput("--snapshot cannot be combined with --python or --root")
         from envdoctor.snapshot_io import load_snapshot
 
         return load_snapshot(snapshot_file)
-    from envdoctor import probefork
-
-    snap = probefork.collect(python_path, root_dir, timeout, kernels)  # None: no child, or it failed
-    return snap if snap is not None else probe_here(python_path, root_dir, timeout, kernels)
-
-
-def probe_here(python_path: Optional[str], root_dir: Optional[str], timeout: float, kernels: bool = False) -> Any:
-    """Probe the machine in this process (obtain_snapshot without --snapshot; a probing child runs this too)."""
     from envdoctor.probes import ProbeContext, run_probes
 
     root = Root("/")
@@ -69,26 +68,21 @@ def probe_here(python_path: Optional[str], root_dir: Optional[str], timeout: flo
 
 def prefetch(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Optional[str], timeout: float,
              kernels: bool = False) -> None:
-    """Start probing now (obtain_snapshot's arguments), so that it works while the caller imports the rules and
-    loads the data: in a forked child where the platform allows (envdoctor.probefork: the whole run, on another
-    core), else the probes' first commands (envdoctor.probes.prefetch; not for --root). Nothing for --snapshot;
-    never raises."""
-    if snapshot_file:
-        return
-    from envdoctor import probefork
-
-    if probefork.start(python_path, root_dir, timeout, kernels) or root_dir:
+    """Start the probes' first commands now (obtain_snapshot's arguments; envdoctor.probes.prefetch), so that they
+    run while the caller imports the rules and loads the data. Nothing for --snapshot or --root; never raises.
+    `kernels`: obtain_snapshot's, accepted alike; the first commands do not depend on it."""
+    if snapshot_file or root_dir:
         return
     from envdoctor.probes import prefetch as start
 
     start(python_path, root_dir, snapshot_file, timeout)
 
 
-def snapshot_dict(snap: Any, redact: bool) -> Dict[str, Any]:
+def snapshot_dict(snap: Snapshot, redact: bool) -> Dict[str, Any]:
     """The snapshot as JSON data, redacted (GPU UUIDs, host name, home, secrets) unless `redact` is False."""
     data: Dict[str, Any] = snap.to_dict()
     if redact and not snap.redacted:
-        from envdoctor.redact import redact_dict  # its patterns: not in the probing child's start
+        from envdoctor.redact import redact_dict  # its patterns: only when redacting (start-up speed)
 
         data = redact_dict(data)
     return data
@@ -97,7 +91,7 @@ def snapshot_dict(snap: Any, redact: bool) -> Dict[str, Any]:
 # --------------------------------------------------------------------------- judging
 
 
-def load_data() -> Tuple[Any, List[str]]:
+def load_data() -> Tuple[Matrices, List[str]]:
     """The matrices and their load warnings."""
     from envdoctor.knowledge import load_matrices
 
@@ -116,8 +110,8 @@ def prepare_judgement(only: Optional[Sequence[str]] = None, skip: Optional[Seque
     return rules, matrices, warnings
 
 
-def build_report(snap: Any, only: Optional[Sequence[str]] = None, skip: Optional[Sequence[str]] = None,
-                 prepared: Optional[Prepared] = None, expect_cpu: Optional[Iterable[str]] = None) -> Any:
+def build_report(snap: Snapshot, only: Optional[Sequence[str]] = None, skip: Optional[Sequence[str]] = None,
+                 prepared: Optional[Prepared] = None, expect_cpu: Optional[Iterable[str]] = None) -> Report:
     """The machine rules' report on `snap`. `expect_cpu`: the frameworks the user expects on the CPU (a set,
     possibly empty), or None where the command does not know (envdoctor.rules.intent)."""
     from envdoctor.report import Report
@@ -137,7 +131,7 @@ def expected_on_cpu(given: Iterable[str]) -> FrozenSet[str]:
     return frozenset(intent.normalise(given, "--expect-cpu") | intent.configured())
 
 
-def fold_smoke(report: Any, snap: Any, prepared: Prepared, python_path: Optional[str]) -> None:
+def fold_smoke(report: Report, snap: Snapshot, prepared: Prepared, python_path: Optional[str]) -> None:
     """check --smoke: run `envdoctor smoke` on the snapshot's environment and fold its findings into `report`
     (--only / --skip apply to the smoke rules too)."""
     from envdoctor.rules.engine import fold_causes, order
@@ -150,7 +144,7 @@ def fold_smoke(report: Any, snap: Any, prepared: Prepared, python_path: Optional
     report.extra["smoke"] = results.to_dict()
 
 
-def redact_findings(report: Any, snap: Any) -> None:
+def redact_findings(report: Report, snap: Snapshot) -> None:
     """Findings quote paths and values from the machine: redact them like the snapshot they come from."""
     from envdoctor.redact import redactor_for
 
@@ -165,7 +159,7 @@ def redact_findings(report: Any, snap: Any) -> None:
 def check_machine(python_path: Optional[str], root_dir: Optional[str], snapshot_file: Optional[str], timeout: float,
                   *, strict: bool = False, only: Iterable[str] = (), skip: Iterable[str] = (), redact: bool = True,
                   smoke: bool = False, expect_cpu: Iterable[str] = (), kernels: bool = False, fmt: str = "text",
-                  snap: Any = None, early: bool = True) -> Tuple[Any, Any]:
+                  snap: Optional[Snapshot] = None, early: bool = True) -> Tuple[FindingsDoc, Snapshot]:
     """`check`'s judgement, for the command and the Python API alike: (the findings document, the snapshot
     judged). `snap`: a snapshot already in hand (the API's), judged instead of probing. `early`: start probing
     before the rules are imported (:func:`prefetch`; the API, called again and again in one process, probes where
@@ -173,7 +167,7 @@ def check_machine(python_path: Optional[str], root_dir: Optional[str], snapshot_
     if smoke and (snapshot_file or root_dir or snap is not None):
         raise BadInput("--smoke runs the frameworks of a live environment: it cannot be combined with --snapshot or --root")
     if snap is None and early:
-        # probing starts now (a forked child, or its first commands) and runs while the rules are imported
+        # the probes' first commands start now and run while the rules are imported
         prefetch(python_path, root_dir, snapshot_file, timeout, kernels=kernels)
     expected = expected_on_cpu(expect_cpu)
     # Rules are selected first so a bad --only fails before any probing. (Loading the rules in a
@@ -216,24 +210,26 @@ def environment_file(snapshot_file: Optional[str], folder: str = ".") -> str:
     return next((n for n in reqs if os.path.isfile(os.path.join(folder, n))), ENVIRONMENT_FALLBACK)
 
 
-def findings_document(report: Any, snap: Any, rules: List[Any], *, strict: bool, redact: bool) -> Any:
+def findings_document(report: Report, snap: Snapshot, rules: List[Rule], *, strict: bool, redact: bool) -> FindingsDoc:
     """The report as the formats read it (envdoctor.formats.interface.FindingsDoc), redacted unless not `redact`."""
     from envdoctor.formats.interface import from_report
 
     sdict = snapshot_dict(snap, redact=redact)
     if redact:
         redact_findings(report, snap)
+    doc = from_report(report, rules, sdict, strict=strict)
+    if redact:
         # the area lines of text and Markdown read the redacted snapshot: FindingsDoc.machine builds it from sdict
         # when a format asks (JSON embeds sdict itself: ~2.5 ms saved there)
-        report.snapshot = None
-    return from_report(report, rules, sdict, strict=strict)
+        doc.snapshot = None
+    return doc
 
 
 def prepare_while_probing(fmt: str) -> None:
     """Import now what judging and writing the report in `fmt` need once the snapshot is there (the report model,
-    the pin memo, the redactor, the findings model, the format's module): check calls it before it waits for the
-    probing child, so that this happens while the other core probes, not after the snapshot came. An
-    unknown format is left to render_findings to report."""
+    the pin memo, the redactor, the findings model, the format's module): check calls it before it probes, so that
+    this happens while the commands prefetch() started run, not after them. An unknown format is left to
+    render_findings to report."""
     import envdoctor.facts.pin_memo  # noqa: F401 (imported for later)
     import envdoctor.report  # noqa: F401 (imported for later)
     import envdoctor.snapshot_io  # noqa: F401 (imported for later)
@@ -247,7 +243,7 @@ def prepare_while_probing(fmt: str) -> None:
         pass
 
 
-def render_findings(doc: Any, fmt: str, *, verbose: bool = False, color: bool = False) -> str:
+def render_findings(doc: FindingsDoc, fmt: str, *, verbose: bool = False, color: bool = False) -> str:
     """A findings document in format `fmt` (envdoctor.formats.registry)."""
     from envdoctor.formats.registry import render
 
@@ -257,7 +253,7 @@ def render_findings(doc: Any, fmt: str, *, verbose: bool = False, color: bool = 
 # --------------------------------------------------------------------------- the rule catalogue
 
 
-def find_rule(rule_id: str) -> Any:
+def find_rule(rule_id: str) -> Rule:
     """The rule with this ID (any case) or name, of any family; BadInput naming `envdoctor rules` otherwise."""
     from envdoctor.rules.engine import all_rules
 

@@ -18,7 +18,7 @@ def emit(text: str, output: Optional[str], force: bool = False, redact: bool = T
     """Print a command's output, or write it to -o FILE (force: a dangling symlink's target is made), through the
     one redactor unless `redact` is False (--no-redact)."""
     if redact:
-        from envdoctor.redact import redact_output  # not before the probing child's fork
+        from envdoctor.redact import redact_output  # only when redacting (start-up speed)
 
         text = redact_output(text, snapshot)
     if output:

@@ -16,8 +16,7 @@ of its own. Bounds, for every command:
   on a normal exit (atexit), by the CLI's SIGTERM / SIGHUP / SIGINT handlers (:func:`shutdown`), and,
   where ``/bin/sh`` exists, by a watchdog: one small shell process per envdoctor that holds a pipe from
   it and, when that pipe closes because envdoctor ended in any way (SIGKILL included), kills every group
-  still registered (ENVDOCTOR_NO_WATCHDOG=1 turns it off, for tests of the rest). A probing child forked by
-  envdoctor.probefork has all of this for its own commands, and shutdown() ends it too. Limits: a command
+  still registered (ENVDOCTOR_NO_WATCHDOG=1 turns it off, for tests of the rest). Limits: a command
   started in the microseconds before envdoctor was SIGKILLed, not yet registered, and a grandchild that
   left its group (setsid/daemonised) escape; catching those needs PID namespaces or a cgroup, which
   envdoctor does not ask for.
@@ -31,7 +30,6 @@ import threading
 import time
 from typing import Callable, Dict, Optional, Mapping, Sequence, Tuple, Union
 
-from envdoctor import probefork
 from envdoctor.records import dataclass, field
 
 TYPE_CHECKING = False
@@ -480,21 +478,14 @@ def kill_all() -> int:
     return killed
 
 
-def closing() -> bool:
-    """Whether shutdown() ran: no command starts any more."""
-    return _CLOSING.is_set()
-
-
 def shutdown() -> None:
-    """envdoctor is ending: refuse new commands, kill the running ones with their groups, end a probing child
-    (envdoctor.probefork: it kills its own commands), stop the watchdog.
+    """envdoctor is ending: refuse new commands, kill the running ones with their groups, stop the watchdog.
 
     Safe to call from a signal handler and more than once; registered with atexit."""
     global _WATCHDOG
     with _LIVE_LOCK:
         _CLOSING.set()
     killed = kill_all()
-    probefork.end_all()
     with _LIVE_LOCK:
         dog, _WATCHDOG = _WATCHDOG, None
     if dog is not None and dog.stdin is not None:
@@ -509,26 +500,6 @@ def shutdown() -> None:
 
 
 atexit.register(shutdown)
-
-
-def _after_fork() -> None:
-    """In a child forked by envdoctor.probefork: the commands, prefetched commands and watchdog it inherited are its
-    parent's, never its own to collect, kill or wait for; it starts afresh (its own watchdog on its first command).
-    The inherited objects are kept, never finalised here; the child's copy of the watchdog's pipe is closed, so the
-    parent's watchdog sees its end of input when the parent ends, not when this child does."""
-    global _LIVE, _LIVE_LOCK, _STARTED, _CLOSING, _WATCHDOG, _WATCHDOG_TRIED
-    _INHERITED.append((_LIVE, _STARTED, _WATCHDOG))
-    if _WATCHDOG is not None and _WATCHDOG.stdin is not None:
-        try:
-            _WATCHDOG.stdin.close()
-        except OSError:
-            pass
-    _LIVE, _STARTED = set(), {}
-    _LIVE_LOCK, _CLOSING = threading.RLock(), threading.Event()
-    _WATCHDOG, _WATCHDOG_TRIED = None, False
-
-
-_INHERITED: list = []
 
 
 # The watchdog: a shell reading "+ PGID" / "- PGID" lines from envdoctor; at end of input (envdoctor

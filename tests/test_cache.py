@@ -283,7 +283,7 @@ def test_check_says_the_answer_came_from_an_earlier_run(target, cache_env, tmp_p
     the snapshot is otherwise the same. (The racy window is real here: the venv is left 2 s to age first.)"""
     python, _ = target
     time.sleep(witness_cache.RACY_S + 2.1)  # the fixture zeroed RACY_S in this process only; the CLI uses its own
-    env = dict(cache_env, ENVDOCTOR_NO_FORK="1")
+    env = dict(cache_env)
 
     def probe() -> dict:
         out = subprocess.run([sys.executable, "-m", "envdoctor", "probe", "--python", str(python), "--format", "json"],
@@ -302,5 +302,5 @@ def test_check_says_the_answer_came_from_an_earlier_run(target, cache_env, tmp_p
 def test_the_key_ignores_envdoctors_own_switches_but_not_the_environment():
     base = {"PATH": "/usr/bin", "PYTHONPATH": "/a"}
     key = witness_cache.make_key("cmd", ["nvcc", "-V"], base, cwd="/w")
-    assert witness_cache.make_key("cmd", ["nvcc", "-V"], dict(base, ENVDOCTOR_NO_FORK="1"), cwd="/w") == key
+    assert witness_cache.make_key("cmd", ["nvcc", "-V"], dict(base, ENVDOCTOR_NO_WATCHDOG="1"), cwd="/w") == key
     assert witness_cache.make_key("cmd", ["nvcc", "-V"], dict(base, PYTHONPATH="/b"), cwd="/w") != key

@@ -35,7 +35,7 @@ def _env(tmp_path: Path, cc: str = "8.0", **extra: str) -> dict:
     env = {k: v for k, v in os.environ.items()
            if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "LD_PRELOAD", "ENVDOCTOR_NO_CACHE", "ENVDOCTOR_NO_PARSE_CACHE")}
     env.update(PATH=f"{bindir}:{env.get('PATH', '/usr/bin:/bin')}", ENVDOCTOR_CACHE_DIR=str(tmp_path / "cache"),
-               ENVDOCTOR_NO_FORK="1", **extra)
+               **extra)
     return env
 
 

@@ -191,7 +191,7 @@ def test_verify_stops_at_the_total_timeout(capsys):
 
 def test_verify_joins_its_workers_within_the_total_timeout(capsys):
     # The server holds every wheel answer far past the budget: the readers must be cut at the deadline and joined,
-    # not left running after the command returns (a later fork refuses while a thread lives).
+    # not left running after the command returns.
     rec = {k: v for k, v in all_recorded().items() if k.startswith("jax-0.")}
     before = set(threading.enumerate())
     with FakeIndex(rec, mode="lazy-slow", delay=8.0) as idx:

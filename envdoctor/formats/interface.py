@@ -16,10 +16,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Protocol, Tuple
 
-from envdoctor.rules.base import SEVERITY_RANK, Finding
+from envdoctor.rules.base import SEVERITY_RANK, Finding, Rule
 from envdoctor.records import dataclass, field
 
 if TYPE_CHECKING:
+    from envdoctor.report import Report
     from envdoctor.snapshot import Snapshot
 
 SEVERITY_ORDER = ("error", "warning", "info", "ok")
@@ -158,7 +159,7 @@ def relative_path(path: str, workspace: Optional[str]) -> str:
     return path.replace(os.sep, "/")
 
 
-def from_report(report: Any, rules: List[Any], snapshot_dict: Dict[str, Any], strict: bool = False) -> FindingsDoc:
+def from_report(report: Report, rules: List[Rule], snapshot_dict: Dict[str, Any], strict: bool = False) -> FindingsDoc:
     """check's envdoctor.report.Report as a FindingsDoc: the machine as one section."""
     from envdoctor import __version__
 

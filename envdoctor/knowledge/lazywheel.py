@@ -79,7 +79,7 @@ class _Entry:
 class _Flight:
     """The responses a :func:`prefetch` has open, so that at its deadline it can shut their sockets: a worker
     blocked reading a slow body then returns at once and the pool's threads can be joined within the budget
-    (threads left running past the call make a later fork refuse, and outlive the command's promise)."""
+    (threads left running past the call would outlive the command's promise)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
