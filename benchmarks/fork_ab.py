@@ -82,7 +82,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for _ in range(opts.warm):
             for side in sides:
                 one_run(opts.python, sides[side], opts.command, envs[side], cwd)
-        rows: List[Dict[str, object]] = []
+        rows: List[Dict[str, object]] = []  # every run's figures, for --json
+        figures: Dict[str, List[float]] = {f"{s}_{k}": [] for s in sides for k in ("wall", "cpu")}
+        loads: List[float] = []
+        same = True
         for r in range(opts.rounds):
             load = os.getloadavg()[0]
             order = ("A", "B") if r % 2 == 0 else ("B", "A")
@@ -91,20 +94,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 got[side] = one_run(opts.python, sides[side], opts.command, envs[side], cwd)
             rows.append({"round": r, "load1": load, "first": order[0],
                          **{f"{s}_{k}": v for s in sides for k, v in zip(("wall", "cpu", "rc", "ids"), got[s])}})
+            loads.append(load)
+            for s in sides:
+                figures[f"{s}_wall"].append(got[s][0])
+                figures[f"{s}_cpu"].append(got[s][1])
+            same = same and got["A"][2:] == got["B"][2:]
             print(f"round {r:2d} load {load:5.2f}  A wall {got['A'][0] * 1000:6.1f} cpu {got['A'][1] * 1000:6.1f}  "
                   f"B wall {got['B'][0] * 1000:6.1f} cpu {got['B'][1] * 1000:6.1f} ms", flush=True)
     for what in ("wall", "cpu"):
-        a = [float(row[f"A_{what}"]) for row in rows]  # type: ignore[arg-type]  # floats put there above
-        b = [float(row[f"B_{what}"]) for row in rows]  # type: ignore[arg-type]  # floats put there above
+        a, b = figures[f"A_{what}"], figures[f"B_{what}"]
         diff = [y - x for x, y in zip(a, b)]
         print(f"{what}:")
         print(summary("A", a))
         print(summary("B", b))
         print(summary("B - A", diff) + f"  (B faster in {sum(d < 0 for d in diff)}/{len(diff)} rounds)")
-    loads = [float(row["load1"]) for row in rows]  # type: ignore[arg-type]  # floats put there above
     print(f"load average (1 min) before each pair: median {statistics.median(loads):.2f}, "
           f"min {min(loads):.2f}, max {max(loads):.2f}; {os.cpu_count()} CPUs")
-    same = all(row["A_rc"] == row["B_rc"] and row["A_ids"] == row["B_ids"] for row in rows)
     print("reports: " + ("the same exit codes and rule IDs in every round" if same else "DIFFER between A and B"))
     if opts.json:
         with open(opts.json, "w") as fh:
