@@ -33,7 +33,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.default_index import DEFAULT_INDEX_LABEL, default_index, is_default_index
-from envdoctor.facts.platform import platform_of
+from envdoctor.facts.platform import marker_env_for, platform_of
 from envdoctor.frameworks import jax as jax_fw, registry, tensorflow as tf_fw, torch as torch_fw
 from envdoctor.frameworks.base import Target as FrameworkTarget, python_fits
 from envdoctor.frameworks.jax import jax_candidate
@@ -129,19 +129,9 @@ def target_of(snap: Snapshot, python: Optional[str] = None, python_from: str = "
     if pv is not None and (pv.is_prerelease or pv.local):
         pv = Version(pv.base_version)
     system = (snap.platform.system or "").lower()
-    sys_platform = "win32" if system.startswith("win") else ("darwin" if system == "darwin" else "linux")
-    full = ""
-    if pv is not None:
-        rel = pv.release + (0, 0)
-        full = f"{rel[0]}.{rel[1]}.{rel[2]}"
-    env = {
-        "implementation_name": "cpython", "platform_python_implementation": "CPython",
-        "implementation_version": full or "3.0.0", "python_version": full.rsplit(".", 1)[0] if full else "3.0",
-        "python_full_version": full or "3.0.0", "sys_platform": sys_platform,
-        "platform_system": {"win32": "Windows", "darwin": "Darwin"}.get(sys_platform, "Linux"),
-        "os_name": "nt" if sys_platform == "win32" else "posix",
-        "platform_machine": snap.platform.machine or "", "platform_release": "", "platform_version": "",
-    }
+    # the one marker environment check and lock use too, so a PyPy target reads implementation_name as "pypy" here
+    env = marker_env_for(snap.platform.system, snap.platform.machine, str(pv) if pv is not None else None,
+                         snap.python.implementation or "cpython")
     return Target(plat, bool(snap.platform.wsl), pv, python_from, env, platform_known=bool(system))
 
 
