@@ -7,11 +7,15 @@ scanner is first run on a planted source, so a scan that can no longer see what 
 instead of passing.
 
 - the PEP 508 marker environment: built only in envdoctor/facts/platform.py (marker_env / marker_env_for);
+- the platform keys and what each means (system, machine, tags, uv's name, which keys the tables and --platform
+  use): listed only in envdoctor/facts/platform.py (platform_facts, BUILD_PLATFORMS, STATED_PLATFORMS ...);
 """
 from __future__ import annotations
 
 import ast
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Iterator, List, Tuple
 
@@ -115,3 +119,60 @@ def test_a_stated_target_is_cpython_in_every_command():
     snap = stated_snapshot(None, python="3.12", platform="linux-aarch64", cpu=True)
     assert target_of(snap).env == marker_env(snap)
     assert target_of(snap).env["implementation_name"] == "cpython"
+
+
+# --------------------------------------------------------------------------- the platform key
+
+PLATFORM_HOME = "envdoctor/facts/platform.py"
+
+
+def _platform_keys() -> frozenset:
+    from envdoctor.facts import platform
+
+    return frozenset(platform.TABLE_PLATFORMS) | {"linux-ppc64le", "win-arm64"}  # platform_key's others
+
+
+def platform_tables(path: str, text: str) -> List[str]:
+    """Where a module lists platform keys itself (a tuple, list, set or dict literal naming two or more), or spells
+    a target in uv's words: a second table of which platforms there are, or of what one of them means."""
+    keys = _platform_keys()
+    out = []
+    for node in ast.walk(ast.parse(text)):
+        items: List[ast.expr] = []
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            items = list(node.elts)
+        elif isinstance(node, ast.Dict):
+            items = [k for k in node.keys if k is not None]
+        named = {str(i.value) for i in items if isinstance(i, ast.Constant) and i.value in keys}
+        if len(named) >= 2:
+            out.append(f"{path}:{getattr(node, 'lineno', 0)}: {sorted(named)}")
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+                "-pc-windows-msvc" in node.value or "-apple-darwin" in node.value or "-manylinux_{" in node.value):
+            out.append(f"{path}:{node.lineno}: {node.value!r}")
+    return out
+
+
+def test_the_platform_scan_sees_a_planted_second_table():
+    planted = ('PLATFORMS = ("linux-x86_64", "win-amd64")\n'
+               'def uv(p):\n    return {"win-amd64": "x86_64-pc-windows-msvc", "macos-arm64": "a"}.get(p)\n'
+               'def glibc(p):\n    return p in ["linux-aarch64", "wsl2"]\n')
+    found = platform_tables("planted.py", planted)
+    assert sorted(int(f.split(":")[1]) for f in found) == [1, 3, 3, 5], found
+    # one key compared on its own is a rule about that platform, not a table of them
+    assert platform_tables("planted.py", 'X = p == "win-amd64"\nY = rel.gpu_on("macos-arm64")\n') == []
+
+
+def test_one_platform_table():
+    found = [hit for path, text in _sources() if path != PLATFORM_HOME for hit in platform_tables(path, text)]
+    assert not found, f"take platform keys and their facts from {PLATFORM_HOME}: {found}"
+    assert platform_tables(PLATFORM_HOME, (ROOT / PLATFORM_HOME).read_text(encoding="utf-8"))  # the home is seen
+
+
+def test_the_platform_home_stays_light_for_every_start():
+    # target_options (imported by every `envdoctor` start, --help too) takes --platform's choices from the home:
+    # the home imports no packaging until a version is read
+    code = ("import sys, envdoctor.target_options as t, envdoctor.facts.platform as p\n"
+            "assert t.PLATFORM_CHOICES == p.STATED_PLATFORMS\n"
+            "print(sorted(m for m in sys.modules if m == 'packaging' or m.startswith('packaging.')))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT), timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", (proc.stdout, proc.stderr)

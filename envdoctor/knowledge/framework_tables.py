@@ -12,10 +12,11 @@ from typing import Any, Dict, List, Optional, Tuple
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from envdoctor.facts.platform import BUILD_PLATFORMS
 from envdoctor.knowledge.extra_tables import Table, _table, _text
 from envdoctor.records import dataclass
 
-PLATFORM_KEYS = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64")
+PLATFORM_KEYS = BUILD_PLATFORMS  # the keys a row's platforms may name (envdoctor.facts.platform owns them)
 
 
 @dataclass(frozen=True)
