@@ -9,6 +9,7 @@ instead of passing.
 - the PEP 508 marker environment: built only in envdoctor/facts/platform.py (marker_env / marker_env_for);
 - the platform keys and what each means (system, machine, tags, uv's name, which keys the tables and --platform
   use): listed only in envdoctor/facts/platform.py (platform_facts, BUILD_PLATFORMS, STATED_PLATFORMS ...);
+- parsing a version: only envdoctor/facts/versions.py tries Version(...) and catches its failure (parse_version);
 """
 from __future__ import annotations
 
@@ -176,3 +177,57 @@ def test_the_platform_home_stays_light_for_every_start():
             "print(sorted(m for m in sys.modules if m == 'packaging' or m.startswith('packaging.')))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT), timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "[]", (proc.stdout, proc.stderr)
+
+
+# --------------------------------------------------------------------------- the version parser
+
+VERSION_HOME = "envdoctor/facts/versions.py"
+_CAUGHT = {"InvalidVersion", "ValueError", "Exception", "BaseException"}
+
+
+def _handler_names(handler: ast.ExceptHandler) -> set:
+    if handler.type is None:
+        return {"BaseException"}  # a bare except
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return {t.id if isinstance(t, ast.Name) else t.attr if isinstance(t, ast.Attribute) else "" for t in types}
+
+
+def _calls_in(body: List[ast.stmt], name: str) -> bool:
+    """Whether these statements call `name(...)` themselves (a function defined in them is its own scope)."""
+    todo: List[ast.AST] = list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Call):
+            f = node.func
+            if (isinstance(f, ast.Name) and f.id == name) or (isinstance(f, ast.Attribute) and f.attr == name):
+                return True
+        todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def version_parsers(path: str, text: str) -> List[str]:
+    """Where a module parses a version itself: a try that calls Version(...) and catches its failure."""
+    return [f"{path}:{node.lineno}" for node in ast.walk(ast.parse(text))
+            if isinstance(node, ast.Try) and any(_handler_names(h) & _CAUGHT for h in node.handlers)
+            and _calls_in(node.body, "Version")]
+
+
+def test_the_version_scan_sees_a_planted_second_parser():
+    planted = ("from packaging.version import InvalidVersion, Version\n"
+               "def a(t):\n    try:\n        return Version(t)\n    except InvalidVersion:\n        return None\n"
+               "def b(t):\n    try:\n        return packaging.version.Version(t.strip())\n    except (TypeError, ValueError):\n"
+               "        return None\n"
+               "def c(t):\n    try:\n        v = Version(t)\n    except:  # noqa: E722\n        v = None\n    return v\n")
+    assert version_parsers("planted.py", planted) == ["planted.py:3", "planted.py:8", "planted.py:13"]
+    # a try around something else that happens to raise InvalidVersion (a wheel file name) is not a parser
+    other = ("def d(f):\n    try:\n        return parse_wheel_filename(f)\n    except (InvalidWheelFilename, "
+             "InvalidVersion):\n        return None\n")
+    assert version_parsers("planted.py", other) == []
+
+
+def test_one_version_parser():
+    found = [hit for path, text in _sources() if path != VERSION_HOME for hit in version_parsers(path, text)]
+    assert not found, f"parse versions with {VERSION_HOME} (parse_version): {found}"
+    assert version_parsers(VERSION_HOME, (ROOT / VERSION_HOME).read_text(encoding="utf-8"))  # the home is seen

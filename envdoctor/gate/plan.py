@@ -30,10 +30,11 @@ from urllib.parse import urlparse
 
 from packaging.markers import InvalidMarker, Marker
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from envdoctor.default_index import DEFAULT_INDEX_LABEL, default_index, is_default_index
 from envdoctor.facts.platform import STATED_PLATFORMS, marker_env_for, platform_facts, platform_of, wheel_tag_fits
+from envdoctor.facts.versions import parse_version
 from envdoctor.frameworks import jax as jax_fw, registry, tensorflow as tf_fw, torch as torch_fw
 from envdoctor.frameworks.base import Target as FrameworkTarget, python_fits
 from envdoctor.frameworks.jax import jax_candidate
@@ -53,10 +54,7 @@ _INDEX_SPELLINGS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-link
 
 
 def _v(text: Any) -> Optional[Version]:
-    try:
-        return Version(str(text).strip()) if text not in (None, "") else None
-    except InvalidVersion:
-        return None
+    return parse_version(text)
 
 
 def _spec(text: Optional[str]) -> Optional[SpecifierSet]:

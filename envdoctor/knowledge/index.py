@@ -40,6 +40,7 @@ from packaging.version import InvalidVersion, Version
 
 from envdoctor.errors import IndexUnavailable, NoIndexConfigured
 from envdoctor.facts.platform import marker_env_for, platform_facts, wheel_tag_platform
+from envdoctor.facts.versions import parse_version
 
 # Retry policy for http(s): attempts = 1 + RETRIES, sleeping BACKOFF * 2**i between them.
 RETRIES = 2
@@ -609,9 +610,8 @@ def _platform_ok(f: DistFile, platform: str) -> bool:
 
 
 def pick_wheel(files: Sequence[DistFile], version: str, platform: str = "manylinux_x86_64") -> Optional[DistFile]:
-    try:
-        want = Version(version)
-    except InvalidVersion:
+    want = parse_version(version)
+    if want is None:
         return None
     cands = [f for f in files if Version(f.version.public) == Version(want.public) and _platform_ok(f, platform)]
     if want.local:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from envdoctor.facts.platform import BUILD_PLATFORMS, TABLE_PLATFORMS, driver_os_of, marker_env_for, platform_facts
 from envdoctor.facts.versions import cc_tuple, normalize_cc, parse_version
@@ -439,9 +439,8 @@ class TfRelease(_Row):
     def for_patch(self, version: str) -> Optional["TfRelease"]:
         """The series row as it applies to ``version``: its patch row's pins, Python range and provenance
         over the series' build configuration; None when the series has no such release."""
-        try:
-            want = Version(version)
-        except InvalidVersion:
+        want = parse_version(version)
+        if want is None:
             return None
         if want == Version(self.tested):
             return self
