@@ -15,8 +15,9 @@ import sys
 from typing import Any, List, Optional, Tuple
 
 from envdoctor.errors import BadInput
+from envdoctor.facts.platform import STATED_PLATFORMS, driver_os_of, platform_facts
 
-PLATFORM_CHOICES = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64", "wsl2")
+PLATFORM_CHOICES = STATED_PLATFORMS  # --platform's choices (envdoctor.facts.platform owns the keys)
 _PY_VERSION = re.compile(r"^\s*3\.\d{1,2}(\.\d+)?\s*$")
 _DRIVER = re.compile(r"^\s*\d{3,4}(\.\d{1,3}){0,2}\s*$")
 
@@ -62,14 +63,15 @@ def check_glibc(text: Optional[str], platform: Optional[str]) -> Optional[str]:
         return None
     if not _GLIBC.match(text):
         raise BadInput(f"--glibc {text!r} is not a glibc version (e.g. 2.35)")
-    if platform in ("win-amd64", "macos-arm64"):
+    facts = platform_facts(platform)
+    if facts is not None and facts.system != "Linux":
         raise BadInput(f"--glibc applies to Linux targets; --platform {platform} has no glibc")
     return text.strip()
 
 
 def driver_os(platform: Optional[str]) -> str:
     """Whose driver numbering a target uses: WSL2 runs the Windows driver."""
-    return "windows" if platform in ("win-amd64", "wsl2") else "linux"
+    return driver_os_of(platform)
 
 
 def known_drivers(m: Any, os_: str = "linux") -> List[str]:

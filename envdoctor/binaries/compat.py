@@ -10,8 +10,9 @@ import re
 from functools import lru_cache
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+from envdoctor.facts.versions import parse_version
 from envdoctor.records import dataclass, field
 
 TABLE = "ptx_isa.toml"
@@ -101,13 +102,6 @@ def runs(target: str, cc: Tuple[int, int], facts: Optional[Facts] = None) -> boo
     return False  # no rule in the data: never claim it runs
 
 
-def _version(text: Optional[str]) -> Optional[Version]:
-    try:
-        return Version(str(text)) if text else None
-    except InvalidVersion:
-        return None
-
-
 @dataclass
 class Verdict:
     """How a GPU gets kernels from one binary: `sass` (a cubin runs), `ptx` (only by JIT), or `none`."""
@@ -124,14 +118,14 @@ def judge(sass: Sequence[str], ptx: Sequence[str], ptx_isa: Dict[str, str], cc: 
     hit = [t for t in sass if runs(t, cc, facts)]
     if hit:
         return Verdict("sass", hit)
-    drv = _version(driver_cuda)
+    drv = parse_version(driver_cuda)
     usable: List[Tuple[str, Optional[str]]] = []
     too_new: List[str] = []
     for t in ptx:
         if not runs(t, cc, facts):
             continue
         floor = facts.ptx_cuda.get(ptx_isa.get(t, ""))
-        fv = _version(floor)
+        fv = parse_version(floor)
         if drv is not None and fv is not None and drv < fv:
             too_new.append(t)
             continue

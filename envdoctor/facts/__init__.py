@@ -4,8 +4,9 @@ one home per shared concept, so two callers cannot disagree. Rule modules import
 imports every rule module); it takes a Context or a Snapshot.
 
 - `versions`: parse_version, major_minor (X.Y series), normalize_cc / cc_tuple, public / local_label, lower_bound
-- `platform`: the platform key, the PEP 508 marker environment, the interpreter's X.Y.Z, distro families,
-  which driver table applies
+- `platform`: the platform keys and what each means (platform_facts, wheel tags, uv's name, manylinux tags), the
+  platform key of a snapshot, the PEP 508 marker environment, the interpreter's X.Y.Z, distro families, which
+  driver table applies
 - `pins`: Requires-Dist pins with markers and extras (Pin, parse_pins, in_effect), names (canonical_name),
   specifiers (spec, satisfies), wheel names (is_cudnn_wheel, cudnn_wheel_major, jax_plugin)
 - `driver`: what a driver runs (DriverFacts, driver_runs, driver_native, cuda_floor, has_mvc)

@@ -18,11 +18,12 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from envdoctor.facts.gpu_support import cudnn_supports_gpu
+from envdoctor.facts.platform import BUILD_PLATFORMS, driver_os_of
 from envdoctor.facts.pins import canonical_name  # not packaging.utils: it imports packaging.tags
 from envdoctor.knowledge.tables import build_runs_on_cc, normalize_cc, parse_version
 from envdoctor.records import dataclass, field
 
-PLATFORMS = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64")
+PLATFORMS = BUILD_PLATFORMS  # the keys a build is published for or not (envdoctor.facts.platform owns them)
 COMPANIONS = ("torchvision", "torchaudio")
 
 
@@ -72,7 +73,7 @@ class Target:
 
     @property
     def driver_os(self) -> str:
-        return "windows" if self.wsl or self.platform == "win-amd64" else "linux"
+        return driver_os_of(self.platform, self.wsl)
 
     def framework(self, name: str) -> Optional[FrameworkRequest]:
         for f in self.frameworks:

@@ -6,6 +6,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from packaging.version import Version
 
+from envdoctor.facts.platform import BUILD_PLATFORMS
 from envdoctor.frameworks.base import (
     COMPANIONS, Candidate, FrameworkSpec, Requirement, Target, _pin_names, _sorted_desc, _v, python_fits,
 )
@@ -35,7 +36,7 @@ def torch_candidate(m: Any, release: Any, patch: str, variant: Any, platform: st
     cand.requirements.append(Requirement(text, note))
     if variant.kind == "cuda" and platform.startswith("linux"):
         # the PyPI default's pins: x86_64, and aarch64 where the data names the default a CUDA build (2.11+)
-        if variant.nvidia_pins and is_default and platform in ("linux-x86_64", "linux-aarch64"):
+        if variant.nvidia_pins and is_default and platform in BUILD_PLATFORMS:
             cand.pins = _pin_names(variant.pins_for(python, platform))
         elif variant.cudnn and variant.cuda_major:
             cand.pins = {f"nvidia-cudnn-cu{variant.cuda_major}": f"=={variant.cudnn}"}

@@ -17,9 +17,9 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
-from envdoctor.facts.versions import parse_specifier
+from envdoctor.facts.versions import parse_specifier, parse_version
 from envdoctor.gate.inputs import InputRequirement
 
 
@@ -88,9 +88,8 @@ def pin_rows() -> Dict[str, Tuple[PinRow, ...]]:
         if not isinstance(r, dict) or not isinstance(r.get("package"), str):
             continue
         torch = _spec(r.get("torch"))
-        try:
-            version = Version(str(r.get("version")))
-        except InvalidVersion:
+        version = parse_version(str(r.get("version")))
+        if version is None:
             continue
         if torch is None:
             continue
@@ -105,7 +104,7 @@ def torch_patch_pythons(matrices: Any, spec: SpecifierSet) -> List[Tuple[Version
     out: List[Tuple[Version, str]] = []
     for rel in list(getattr(matrices, "pytorch_releases", None) or []):
         for prow in getattr(rel, "patch_rows", None) or []:
-            v = _ver(str(prow.version))
+            v = parse_version(str(prow.version))
             if v is not None and spec.contains(Version(v.public), prereleases=True):
                 out.append((Version(v.public), str(prow.python or rel.python or "")))
     return out
@@ -122,7 +121,7 @@ def companion_rows(matrices: Any) -> Dict[str, Tuple[PinRow, ...]]:
             for name in ("torchvision", "torchaudio"):
                 cv = getattr(prow, name, None)
                 spec = _spec(getattr(prow, f"{name}_requires", None) or f"=={prow.version}")
-                version = _ver(str(cv)) if cv else None
+                version = parse_version(str(cv)) if cv else None
                 if version is None or spec is None:
                     continue
                 covered = {py for _, py in torch_patch_pythons(matrices, spec)}
@@ -140,17 +139,10 @@ def _allows(req: InputRequirement, v: Version) -> bool:
     """Whether the line admits release ``v`` (a +cu118-style local label on the line is set aside: the rows name
     public versions)."""
     if req.version:
-        mine = _ver(req.version)
+        mine = parse_version(req.version)
         return mine is not None and Version(mine.public) == v
     text = re.sub(r"\+[A-Za-z0-9.]+", "", req.specifier)
     return (_spec(text) or SpecifierSet()).contains(v, prereleases=True)
-
-
-def _ver(text: str) -> Optional[Version]:
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
 
 
 def _open_above(req: InputRequirement, newest: Version) -> bool:
@@ -182,7 +174,7 @@ def brings_torch() -> Dict[str, Version]:
     out: Dict[str, Version] = {}
     for r in _data().get("brings", []):
         if isinstance(r, dict) and isinstance(r.get("package"), str) and r.get("framework") == "torch":
-            since = _ver(str(r.get("since", "0")))
+            since = parse_version(str(r.get("since", "0")))
             if since is not None:
                 out[str(canonicalize_name(r["package"]))] = since
     return out
@@ -191,10 +183,10 @@ def brings_torch() -> Dict[str, Version]:
 def _brings(req: InputRequirement, since: Version) -> bool:
     """Whether the line can install a release from ``since`` on (the releases that bring torch in)."""
     if req.version:
-        mine = _ver(req.version)
+        mine = parse_version(req.version)
         return mine is not None and mine >= since
     spec = _spec(re.sub(r"\+[A-Za-z0-9.]+", "", req.specifier)) or SpecifierSet()
-    probes = [since, Version("9999")] + [v for v in (_ver(sp.version) for sp in spec) if v is not None]
+    probes = [since, Version("9999")] + [v for v in (parse_version(sp.version) for sp in spec) if v is not None]
     return any(v >= since and spec.contains(v, prereleases=True) for v in probes)
 
 

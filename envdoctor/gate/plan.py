@@ -30,10 +30,11 @@ from urllib.parse import urlparse
 
 from packaging.markers import InvalidMarker, Marker
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from envdoctor.default_index import DEFAULT_INDEX_LABEL, default_index, is_default_index
-from envdoctor.facts.platform import platform_of
+from envdoctor.facts.platform import STATED_PLATFORMS, marker_env_for, platform_facts, platform_of, wheel_tag_fits
+from envdoctor.facts.versions import parse_version
 from envdoctor.frameworks import jax as jax_fw, registry, tensorflow as tf_fw, torch as torch_fw
 from envdoctor.frameworks.base import Target as FrameworkTarget, python_fits
 from envdoctor.frameworks.jax import jax_candidate
@@ -44,7 +45,7 @@ from envdoctor.snapshot import GPU, Driver, Evidence, Framework, Platform, Probe
 from envdoctor.target_options import resolve_gpu
 
 PYPI = default_index() or DEFAULT_INDEX_LABEL  # asked from pip: envdoctor never names a registry host itself
-TARGET_PLATFORMS = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64", "wsl2")
+TARGET_PLATFORMS = STATED_PLATFORMS  # what --platform may name (envdoctor.facts.platform owns the keys)
 TORCH_FAMILY = tuple(torch_fw.SPEC.distributions)  # torch and its companions, as the torch spec owns them
 TF_DISTS = tuple(tf_fw.SPEC.distributions)  # tensorflow, tensorflow-cpu, tensorflow-gpu, tf-nightly ...
 _PLUGIN = re.compile(r"^jax-cuda(\d+)-(plugin|pjrt)$")
@@ -53,10 +54,7 @@ _INDEX_SPELLINGS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-link
 
 
 def _v(text: Any) -> Optional[Version]:
-    try:
-        return Version(str(text).strip()) if text not in (None, "") else None
-    except InvalidVersion:
-        return None
+    return parse_version(text)
 
 
 def _spec(text: Optional[str]) -> Optional[SpecifierSet]:
@@ -129,32 +127,15 @@ def target_of(snap: Snapshot, python: Optional[str] = None, python_from: str = "
     if pv is not None and (pv.is_prerelease or pv.local):
         pv = Version(pv.base_version)
     system = (snap.platform.system or "").lower()
-    sys_platform = "win32" if system.startswith("win") else ("darwin" if system == "darwin" else "linux")
-    full = ""
-    if pv is not None:
-        rel = pv.release + (0, 0)
-        full = f"{rel[0]}.{rel[1]}.{rel[2]}"
-    env = {
-        "implementation_name": "cpython", "platform_python_implementation": "CPython",
-        "implementation_version": full or "3.0.0", "python_version": full.rsplit(".", 1)[0] if full else "3.0",
-        "python_full_version": full or "3.0.0", "sys_platform": sys_platform,
-        "platform_system": {"win32": "Windows", "darwin": "Darwin"}.get(sys_platform, "Linux"),
-        "os_name": "nt" if sys_platform == "win32" else "posix",
-        "platform_machine": snap.platform.machine or "", "platform_release": "", "platform_version": "",
-    }
+    # the one marker environment check and lock use too, so a PyPy target reads implementation_name as "pypy" here
+    env = marker_env_for(snap.platform.system, snap.platform.machine, str(pv) if pv is not None else None,
+                         snap.python.implementation or "cpython")
     return Target(plat, bool(snap.platform.wsl), pv, python_from, env, platform_known=bool(system))
 
 
 # --------------------------------------------------------------------------- a stated target (--driver / --gpu ...)
 
 
-_PLATFORM_FACTS = {
-    "linux-x86_64": ("Linux", "x86_64", None, "linux-x86_64"),
-    "linux-aarch64": ("Linux", "aarch64", None, "linux-aarch64"),
-    "win-amd64": ("Windows", "AMD64", None, "win-amd64"),
-    "macos-arm64": ("Darwin", "arm64", None, "macosx-11.0-arm64"),
-    "wsl2": ("Linux", "x86_64", 2, "linux-x86_64"),
-}
 def stated_snapshot(matrices: Any, *, driver: Optional[str] = None, gpus: Sequence[str] = (),
                     python: Optional[str] = None, platform: Optional[str] = None, cpu: bool = False,
                     base: Optional[Snapshot] = None, cuda: Optional[str] = None,
@@ -170,7 +151,7 @@ def stated_snapshot(matrices: Any, *, driver: Optional[str] = None, gpus: Sequen
         raise ValueError(f"--driver {driver!r} is not a driver version (e.g. 535.104.05)")
     if python is not None and (_v(python) is None or not re.match(r"^\s*3\.\d{1,2}(\.\d+)?\s*$", python)):
         raise ValueError(f"--python-version {python!r} is not a Python version (e.g. 3.11)")
-    if platform is not None and platform not in _PLATFORM_FACTS:
+    if platform is not None and platform not in TARGET_PLATFORMS:
         raise ValueError(f"--platform {platform!r}: one of {', '.join(TARGET_PLATFORMS)}")
     stated_all = base is None
     snap = Snapshot.from_dict(base.to_dict()) if base is not None else Snapshot(
@@ -182,10 +163,11 @@ def stated_snapshot(matrices: Any, *, driver: Optional[str] = None, gpus: Sequen
         statuses[name] = ProbeStatus(name, "ok" if ok else "skipped", "" if ok else why)  # not stated: not probed
 
     if platform is not None or stated_all:
-        system, machine, wsl, tag = _PLATFORM_FACTS[platform or "linux-x86_64"]
-        snap.platform = Platform(system=system, machine=machine, wsl=wsl,
+        facts = platform_facts(platform or "linux-x86_64")
+        assert facts is not None  # a stated platform is one of TARGET_PLATFORMS, each a key with facts
+        snap.platform = Platform(system=facts.system, machine=facts.machine, wsl=facts.wsl,
                                  evidence=[Evidence("stated:--platform", platform or "linux-x86_64 (default)")])
-        snap.python.platform_tag = tag
+        snap.python.platform_tag = facts.tag
         status("platform", True)
     platform_stated = platform is not None or stated_all
     if glibc is not None or (platform_stated and snap.platform.system == "Linux"):
@@ -1616,8 +1598,7 @@ def wheel_tag_mismatch(tags: Sequence[str], t: Target) -> Optional[str]:
     """Why a wheel with these tags does not install on the target (None: it does, or unknown)."""
     py_ok = plat_ok = None
     want_py = f"cp{t.python.release[0]}{(t.python.release + (0,))[1]}" if t.python is not None else None
-    arch = {"linux-x86_64": ("linux", "x86_64"), "linux-aarch64": ("linux", "aarch64"), "win-amd64": ("win", "amd64"),
-            "macos-arm64": ("macosx", "arm64"), "macos-x86_64": ("macosx", "x86_64")}.get(t.platform or "")
+    known_platform = platform_facts(t.platform) is not None
     interps, plats = set(), set()
     for tag in tags:
         parts = tag.split("-")
@@ -1632,9 +1613,8 @@ def wheel_tag_mismatch(tags: Sequence[str], t: Target) -> Optional[str]:
                 py_ok = True
             elif py_ok is None:
                 py_ok = False
-        if arch is not None:
-            if plat == "any" or (plat.startswith(arch[0]) or plat.startswith("manylinux") and arch[0] == "linux"
-                                 or plat.startswith("musllinux") and arch[0] == "linux") and plat.endswith(arch[1]):
+        if known_platform:
+            if wheel_tag_fits(plat, t.platform):
                 plat_ok = True
             elif plat_ok is None:
                 plat_ok = False

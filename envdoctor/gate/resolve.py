@@ -24,13 +24,12 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from packaging.utils import canonicalize_name
 
+from envdoctor.facts.platform import STATED_PLATFORMS, manylinux_tag, platform_facts, uv_python_platform
 from envdoctor.gate.inputs import InputRequirement, InputUnit, Location
 from envdoctor.gate.inputs.interface import read_text_file
 from envdoctor.gate.trust import IndexPolicy, has_env_ref, refused_contacts
 
 DEFAULT_TIMEOUT = 180.0
-MANYLINUX_DEFAULT = "2_28"  # stated targets: the glibc of the manylinux_2_28 wheels torch and jaxlib publish
-_UV_MANYLINUX = {f"2_{n}" for n in (17, 28, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40)}
 _RESOLVED_KINDS = ("requirements", "pyproject")
 _NET_ERROR = re.compile(r"(error sending request|Failed to fetch|dns error|Connection refused|connection refused|"
                         r"Could not fetch URL|NewConnectionError|Max retries exceeded|timed out|Network is unreachable|"
@@ -143,37 +142,26 @@ def resolver_for(env: Mapping[str, str]) -> Optional[Tuple[str, List[str]]]:
 # --------------------------------------------------------------------------- the target, for the resolver
 
 
-def _glibc_tag(glibc: str) -> str:
-    mm = re.match(r"^(\d+)\.(\d+)", glibc or "")
-    tag = f"{mm.group(1)}_{mm.group(2)}" if mm else MANYLINUX_DEFAULT
-    if tag in _UV_MANYLINUX:
-        return tag
-    known = sorted(_UV_MANYLINUX, key=lambda t: int(t.split("_")[1]))
-    lower = [t for t in known if int(t.split("_")[1]) <= int(tag.split("_")[1])] if mm else []
-    return lower[-1] if lower else MANYLINUX_DEFAULT
-
-
 def uv_platform(platform: Optional[str], glibc: str = "") -> Optional[str]:
-    if platform in ("linux-x86_64", "wsl2", None):
-        return f"x86_64-manylinux_{_glibc_tag(glibc)}"
-    if platform == "linux-aarch64":
-        return f"aarch64-manylinux_{_glibc_tag(glibc)}"
-    return {"win-amd64": "x86_64-pc-windows-msvc", "macos-arm64": "aarch64-apple-darwin",
-            "macos-x86_64": "x86_64-apple-darwin"}.get(platform)
+    """uv's --python-platform for the target (no platform: Linux x86_64); None for one uv is not told of."""
+    return uv_python_platform(platform or "linux-x86_64", glibc)
 
 
 def pip_platforms(platform: Optional[str], glibc: str = "") -> List[str]:
-    if platform in ("linux-x86_64", "wsl2", "linux-aarch64", None):
-        arch = "aarch64" if platform == "linux-aarch64" else "x86_64"
-        top = int(_glibc_tag(glibc).split("_")[1])
+    """pip's --platform tags for the target, newest first (no platform: Linux x86_64); none for a platform pip is
+    not told of (an Intel Mac: no build table lists it)."""
+    facts = platform_facts(platform or "linux-x86_64")
+    if facts is None or facts.key not in STATED_PLATFORMS:
+        return []
+    arch = facts.wheel_arch
+    if facts.wheel_os == "linux":
+        top = int(manylinux_tag(glibc).split("_")[1])
         tags = [f"manylinux_2_{n}_{arch}" for n in range(top, 16, -1)]
         return tags + [f"manylinux2014_{arch}"] + ([f"manylinux2010_{arch}", f"manylinux1_{arch}"] if arch == "x86_64"
                                                    else []) + [f"linux_{arch}"]
-    if platform == "win-amd64":
-        return ["win_amd64"]
-    if platform == "macos-arm64":
-        return [f"macosx_{v}_0_arm64" for v in range(15, 10, -1)] + ["macosx_11_0_universal2"]
-    return []
+    if facts.wheel_os == "macosx":
+        return [f"macosx_{v}_0_{arch}" for v in range(15, 10, -1)] + ["macosx_11_0_universal2"]
+    return [f"{facts.wheel_os}_{arch}"]
 
 
 # --------------------------------------------------------------------------- what the resolver reads
@@ -350,7 +338,7 @@ def resolve_unit(unit: InputUnit, reqs: Sequence[InputRequirement], *, python: s
                              "--disable-pip-version-check", "--no-input", "-r", req_file]
             for p in pip_platforms(platform, glibc):
                 argv += ["--platform", p]
-            if platform in ("linux-x86_64", "wsl2", "linux-aarch64", "win-amd64", "macos-arm64", None):
+            if platform is None or platform in STATED_PLATFORMS:
                 argv += ["--implementation", "cp"]
             if pre:
                 argv.append("--pre")
@@ -563,7 +551,7 @@ def _linux_glibc(platform: Optional[str], snap) -> str:
     """The glibc the resolver's manylinux tags were built from (X.Y), for a Linux target; "" otherwise."""
     if uv_platform(platform, "") is None or "manylinux" not in (uv_platform(platform, "") or ""):
         return ""
-    return _glibc_tag(getattr(snap.platform, "glibc", "") or "").replace("_", ".")
+    return manylinux_tag(getattr(snap.platform, "glibc", "") or "").replace("_", ".")
 
 
 def _target_text(python: str, platform: Optional[str], glibc: str, tool: str) -> str:

@@ -10,12 +10,14 @@ import functools
 from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+from envdoctor.facts.platform import BUILD_PLATFORMS
+from envdoctor.facts.versions import parse_version
 from envdoctor.knowledge.extra_tables import Table, _table, _text
 from envdoctor.records import dataclass
 
-PLATFORM_KEYS = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64")
+PLATFORM_KEYS = BUILD_PLATFORMS  # the keys a row's platforms may name (envdoctor.facts.platform owns them)
 
 
 @dataclass(frozen=True)
@@ -86,12 +88,9 @@ def _pairs(row: Dict[str, Any], key: str) -> Tuple[Tuple[str, str], ...]:
 
 def _build_row(row: Dict[str, Any]) -> BuildRow:
     versions = _strings(row, "versions")
-    try:
-        for v in versions:
-            Version(v)
-        Version(_text(row, "cuda"))
-    except InvalidVersion as exc:
-        raise ValueError(str(exc)) from None
+    bad = next((v for v in (*versions, _text(row, "cuda")) if parse_version(v) is None), None)
+    if bad is not None:
+        raise ValueError(f"Invalid version: {bad!r}")
     platforms = _strings(row, "platforms")
     platforms_from = _pairs(row, "platforms_from")
     unknown = [p for p in platforms + tuple(p for p, _ in platforms_from) if p not in PLATFORM_KEYS]

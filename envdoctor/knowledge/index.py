@@ -39,7 +39,8 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.errors import IndexUnavailable, NoIndexConfigured
-from envdoctor.facts.platform import marker_env_for
+from envdoctor.facts.platform import marker_env_for, platform_facts, wheel_tag_platform
+from envdoctor.facts.versions import parse_version
 
 # Retry policy for http(s): attempts = 1 + RETRIES, sleeping BACKOFF * 2**i between them.
 RETRIES = 2
@@ -609,9 +610,8 @@ def _platform_ok(f: DistFile, platform: str) -> bool:
 
 
 def pick_wheel(files: Sequence[DistFile], version: str, platform: str = "manylinux_x86_64") -> Optional[DistFile]:
-    try:
-        want = Version(version)
-    except InvalidVersion:
+    want = parse_version(version)
+    if want is None:
         return None
     cands = [f for f in files if Version(f.version.public) == Version(want.public) and _platform_ok(f, platform)]
     if want.local:
@@ -671,23 +671,14 @@ def python_for(dist: Optional[DistFile], default: str = "3.12") -> str:
     return default
 
 
-# a wheel's platform tag -> (platform.system(), platform.machine()) of the machines it installs on, and the
-# data's platform key
-_WHEEL_PLATFORMS = (
-    (re.compile(r"^(many|musl)?linux.*_x86_64$"), "Linux", "x86_64", "linux-x86_64"),
-    (re.compile(r"^(many|musl)?linux.*_aarch64$"), "Linux", "aarch64", "linux-aarch64"),
-    (re.compile(r"^win_amd64$"), "Windows", "AMD64", "win-amd64"),
-    (re.compile(r"^macosx_.*_arm64$"), "Darwin", "arm64", "macos-arm64"),
-)
-
-
 def wheel_platform(dist: Optional[DistFile]) -> Tuple[str, str, Optional[str]]:
-    """(system, machine, platform key) a wheel installs on; a pure or unknown wheel counts as Linux x86_64
-    (the machine the tables describe first) with key None for an unknown platform."""
+    """(system, machine, platform key) a wheel installs on (envdoctor.facts.platform reads its platform tags); a
+    pure or unknown wheel counts as Linux x86_64 (the machine the tables describe first) with key None for an
+    unknown platform."""
     for plat in (dist.platforms if dist is not None else []):
-        for rx, system, machine, key in _WHEEL_PLATFORMS:
-            if rx.match(plat):
-                return system, machine, key
+        facts = platform_facts(wheel_tag_platform(plat))
+        if facts is not None:
+            return facts.system, facts.machine, facts.key
     pure = dist is None or dist.is_any
     return "Linux", "x86_64", ("linux-x86_64" if pure else None)
 

@@ -20,6 +20,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.cachedir import default_cache_dir  # re-exported: where the user cache lives
+from envdoctor.facts.versions import parse_version
 from envdoctor.lazyre import lazy_re
 from envdoctor.records import dataclass, field
 
@@ -55,13 +56,7 @@ _GFX = lazy_re(r"^gfx[0-9a-f]{3,4}$")
 
 
 def _is_version(x: Any) -> bool:
-    if not isinstance(x, str):
-        return False
-    try:
-        Version(x)
-        return True
-    except InvalidVersion:
-        return False
+    return isinstance(x, str) and parse_version(x) is not None
 
 
 def _is_spec(x: Any) -> bool:

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+from envdoctor.facts.platform import BUILD_PLATFORMS, TABLE_PLATFORMS, driver_os_of, marker_env_for, platform_facts
 from envdoctor.facts.versions import cc_tuple, normalize_cc, parse_version
 from envdoctor.facts.versions import major_minor as series
 from envdoctor.lazyre import lazy_re
@@ -39,7 +40,7 @@ __all__ = [
     "series",
 ]
 
-PLATFORMS = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64", "macos-x86_64", "wsl2")
+PLATFORMS = TABLE_PLATFORMS  # the keys a table may use (envdoctor.facts.platform owns them)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -48,9 +49,12 @@ PLATFORMS = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64", "macos
 def normalize_os(value: object) -> Optional[str]:
     """``"linux"`` or ``"windows"`` (WSL uses the Windows driver); None for anything else."""
     text = str(value or "").strip().lower()
-    if text in ("linux", "linux-x86_64", "linux-aarch64", "posix"):
+    facts = platform_facts(text)
+    if facts is not None:  # a platform key: its driver's (none for macOS)
+        return None if facts.system == "Darwin" else driver_os_of(text)
+    if text in ("linux", "posix"):
         return "linux"
-    if text in ("windows", "win", "win32", "win-amd64", "nt", "wsl", "wsl2"):
+    if text in ("windows", "win", "win32", "nt", "wsl"):
         return "windows"
     return None
 
@@ -219,24 +223,18 @@ class TorchPatch(_Row):
     origin: str = ""
 
 
-_MARKER_PLATFORMS = {"linux-x86_64": ("Linux", "x86_64"), "linux-aarch64": ("Linux", "aarch64"),
-                     "win-amd64": ("Windows", "AMD64"), "macos-arm64": ("Darwin", "arm64")}
-
-
 def marker_holds(marker: Optional[str], python: Optional[str], platform: str = "linux-x86_64") -> Optional[bool]:
     """Does a Requires-Dist marker hold for CPython ``python`` on ``platform`` (a matrices platform key)?  True
     without a marker; None when it cannot be told (no Python, an unknown platform, a marker that does not parse)."""
     if not marker:
         return True
-    system_machine = _MARKER_PLATFORMS.get(platform)
-    if python is None or system_machine is None:
+    facts = platform_facts(platform) if platform in BUILD_PLATFORMS else None
+    if python is None or facts is None:
         return None
     from packaging.markers import InvalidMarker, Marker  # packaging's marker parser: only for rows that carry one
 
-    from envdoctor.facts.platform import marker_env_for
-
     try:
-        env = marker_env_for(system_machine[0], system_machine[1], python)
+        env = marker_env_for(facts.system, facts.machine, python)
         env["extra"] = ""
         return bool(Marker(marker).evaluate(env))
     except (InvalidMarker, ValueError, TypeError):
@@ -441,9 +439,8 @@ class TfRelease(_Row):
     def for_patch(self, version: str) -> Optional["TfRelease"]:
         """The series row as it applies to ``version``: its patch row's pins, Python range and provenance
         over the series' build configuration; None when the series has no such release."""
-        try:
-            want = Version(version)
-        except InvalidVersion:
+        want = parse_version(version)
+        if want is None:
             return None
         if want == Version(self.tested):
             return self

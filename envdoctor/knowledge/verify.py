@@ -29,10 +29,10 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from . import lazywheel
-from envdoctor.facts.versions import lower_bound
+from envdoctor.facts.versions import lower_bound, parse_version
 
 from .index import (DistFile, IndexClient, Metadata, exact_pin, python_for, requirements, same_spec, spec_of,
                     wheel_platform)
@@ -418,9 +418,8 @@ def other_wheels(client: IndexClient, releases: Sequence[Tuple[str, str]], first
     out: List[DistFile] = []
     seen = set()
     for project, version in releases:
-        try:
-            want = Version(version)
-        except InvalidVersion:
+        want = parse_version(version)
+        if want is None:
             continue
         for f in client.project_files(project):
             if f.url in skip or f.url in seen or f.yanked or f.version.local or Version(f.version.public) != want:
@@ -455,9 +454,8 @@ def draw_sample(population: Sequence[DistFile], size: int, seed: int) -> List[Di
 
 def wheel_pythons(files, version: str) -> List[Tuple[int, int]]:
     """CPython versions (free-threaded builds included) of the manylinux x86_64 wheels of ``version``."""
-    try:
-        want = Version(version)
-    except InvalidVersion:
+    want = parse_version(version)
+    if want is None:
         return []
     out = set()
     for f in files:
@@ -478,10 +476,10 @@ def same_meaning(a: Optional[str], b: Optional[str], universe: Iterable[Version]
         return False
     probe = set(universe)
     for spec in list(sa) + list(sb):
-        try:
-            probe.add(Version(spec.version.replace(".*", "")))
-        except InvalidVersion:
+        bound = parse_version(spec.version.replace(".*", ""))
+        if bound is None:
             return False
+        probe.add(bound)
     return all(sa.contains(v, prereleases=True) == sb.contains(v, prereleases=True) for v in probe)
 
 
@@ -523,9 +521,8 @@ def render_text(result: VerifyResult, strict: bool = False) -> str:
 
 
 def _same_version(a: str, b: str, depth: Optional[int]) -> bool:
-    try:
-        va, vb = Version(str(a)), Version(str(b))
-    except InvalidVersion:
+    va, vb = parse_version(str(a)), parse_version(str(b))
+    if va is None or vb is None:
         return str(a).strip() == str(b).strip()
     if depth:
         ra, rb = (va.release + (0,) * depth)[:depth], (vb.release + (0,) * depth)[:depth]

@@ -13,11 +13,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from envdoctor import __version__
 from envdoctor.doctor import obtain_snapshot
 from envdoctor.errors import BadInput
-from envdoctor.facts.platform import platform_key
+from envdoctor.facts.platform import build_platform
 from envdoctor.infile import read_text_or_bad_input
 from envdoctor.knowledge import load_matrices, normalize_cc
 from envdoctor.lock.render import Meta, parse_lock, render, render_clash
-from envdoctor.lock.resolve import COMPANIONS, PLATFORMS, Constraints, FrameworkRequest, GpuTarget, check, resolve
+from envdoctor.lock.resolve import COMPANIONS, Constraints, FrameworkRequest, GpuTarget, check, resolve
 from envdoctor.outfile import exists, same_as, write_output
 from envdoctor.outfile import resolve as resolve_output
 from envdoctor.redact import redact_output
@@ -33,13 +33,6 @@ def given(cuda: Optional[str], driver: Optional[str], gpus: Sequence[str], pytho
     """Which parts of the target the user stated (the rest --check takes from the lock)."""
     return {"cuda": bool(cuda), "driver": bool(driver), "gpus": bool(gpus), "python": bool(python_version),
             "platform": bool(platform)}
-
-
-def machine_platform(snap: Any) -> Tuple[Optional[str], bool]:
-    """(platform key, wsl) of a snapshot's machine (envdoctor.facts.platform); None when lock has no builds for it."""
-    key = platform_key(snap)
-    wsl = bool(snap.platform.wsl) and bool(key and key.startswith("linux-"))
-    return (key if key in PLATFORMS else None), wsl
 
 
 def parse_gpu(m: Any, text: str) -> GpuTarget:
@@ -71,7 +64,7 @@ def build_target(m: Any, *, cuda: Optional[str], driver: Optional[str], gpus: Se
         where = f"snapshot {snapshot_file}" if snapshot_file else ("the image " + root_dir if root_dir else "this machine")
     c = Constraints(cpu=bool(cpu))
     if snap is not None:
-        plat, wsl = machine_platform(snap)
+        plat, wsl = build_platform(snap)
         if plat:
             c.platform, c.wsl = plat, wsl
             origin["platform"] = where

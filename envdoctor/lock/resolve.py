@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from envdoctor.errors import BadInput
 from envdoctor.facts.cuda_mix import mixed_majors
@@ -84,9 +84,8 @@ def _probe_versions(specs: Sequence[SpecifierSet]) -> List[Version]:
             text = s.version
             if text.endswith(".*"):
                 text = text[:-2]
-            try:
-                base = Version(text)
-            except InvalidVersion:
+            base = parse_version(text)
+            if base is None:
                 continue
             out.append(base)
             out.append(Version(".".join(str(p) for p in base.release + (0, 0, 0, 0, 1))))

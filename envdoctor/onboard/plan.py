@@ -15,9 +15,9 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from envdoctor.errors import BadInput
 from envdoctor.facts.loader import DRIVER_CAUSE
-from envdoctor.facts.platform import distro_family
+from envdoctor.facts.platform import build_platform, distro_family
 from envdoctor.knowledge import normalize_cc
-from envdoctor.lock.core import machine_platform, parse_companions
+from envdoctor.lock.core import parse_companions
 from envdoctor.lock.resolve import Constraints, FrameworkRequest, GpuTarget
 
 SCHEMA = "envdoctor-onboard/1"
@@ -275,7 +275,7 @@ def lock_constraints(snap: Any, m: Any, wishes: Sequence[FrameworkWish], python_
                      companions: Optional[str] = None, where: str = "this machine") -> Any:
     """Constraints for ``envdoctor.lock.resolve``: this machine's platform, the environment's Python, and either a
     CPU-only environment or the machine's driver and GPUs."""
-    plat, wsl = machine_platform(snap)
+    plat, wsl = build_platform(snap)
     if plat is None:
         raise BadInput(f"{where} is {snap.platform.system or 'an unknown system'} {snap.platform.machine or ''}".rstrip()
                        + ", a platform envdoctor lock has no builds for")

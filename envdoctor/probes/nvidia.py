@@ -129,12 +129,12 @@ def _cmd_excerpt(res: CmdResult) -> str:
 
 
 def _same_version(a: str, b: str) -> bool:
-    from packaging.version import InvalidVersion, Version  # only with a driver to compare: not at import
+    from envdoctor.facts.versions import parse_version  # only with a driver to compare: not at import
 
-    try:
-        return Version(a) == Version(b)
-    except InvalidVersion:
+    va, vb = parse_version(a), parse_version(b)
+    if va is None or vb is None:
         return a.strip() == b.strip()
+    return va == vb
 
 
 def _str(value: Any) -> Optional[str]:

@@ -27,13 +27,12 @@ from envdoctor.snapshot import Evidence, Rocm, Snapshot
 
 
 def _version_key(path: str):
-    from packaging.version import InvalidVersion, Version  # only with /opt/rocm-* dirs: not at import
+    from packaging.version import Version  # only with /opt/rocm-* dirs: not at import
+
+    from envdoctor.facts.versions import parse_version
 
     m = re.search(r"rocm-([0-9]{1,12}(?:\.[0-9]{1,12})*)(?![0-9])", path)
-    try:
-        return Version(m.group(1)) if m else Version("0")
-    except InvalidVersion:
-        return Version("0")
+    return (parse_version(m.group(1)) if m else None) or Version("0")
 
 
 def _candidates(ctx: ProbeContext) -> List[tuple]:

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from packaging.version import Version
 
 from envdoctor.facts.labels import row_source
+from envdoctor.facts.versions import parse_version
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
 from envdoctor.rules.context import Context
 
@@ -162,10 +163,7 @@ def _closest_variant(ctx, rel, label: str):
     if not same_kind:
         return None
     if want.startswith("cu"):
-        try:
-            wv = Version(f"{want[2:-1]}.{want[-1]}")
-        except Exception:  # noqa: BLE001
-            wv = None
+        wv = parse_version(f"{want[2:-1]}.{want[-1]}")
         runs = [v for v in same_kind if _driver_runs(ctx, v.cuda) is not False]
         pool = runs or same_kind
         if wv is not None:
@@ -313,10 +311,10 @@ def _python_alternative(ctx, family: str, version: str, py) -> Optional[str]:
     m = ctx.matrices
     if py is None:
         return None
-    try:
-        cur = Version(Version(version).base_version)
-    except Exception:  # noqa: BLE001
+    given = parse_version(version)
+    if given is None:
         return None
+    cur = Version(given.base_version)
     rows: List[Version] = []
     if family == "torch":
         for rel in m.pytorch_releases:

@@ -10,8 +10,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from packaging.version import InvalidVersion, Version
-
+from envdoctor.facts.versions import parse_version
 from envdoctor.rules import smoke_rules
 from envdoctor.rules.base import REGISTRY, EvidenceItem, Finding
 from envdoctor.smoke.results import BAD, FrameworkResult, SmokeRun, StepResult
@@ -27,25 +26,16 @@ _TITLES = {rid: r.title for rid, r in REGISTRY.items() if r.module == smoke_rule
 
 # -- explanations from the probe's facts ------------------------------------------------------
 
-def _version(text: Optional[str]) -> Optional[Version]:
-    if not text:
-        return None
-    try:
-        return Version(str(text))
-    except InvalidVersion:
-        return None
-
-
 def _cudnn_majors(snap) -> Dict[int, List[str]]:
     """cuDNN major -> where it was seen (probe's cuDNN installs and the loader's libcudnn files)."""
     out: Dict[int, List[str]] = {}
     for c in getattr(snap, "cudnn", []) or []:
-        v = _version(c.version)
+        v = parse_version(c.version)
         if v is not None:
             out.setdefault(v.major, []).append(f"{c.version} at {c.path or c.kind}")
     for lib in getattr(getattr(snap, "loader", None), "libraries", []) or []:
         if lib.name.startswith("libcudnn"):
-            v = _version(lib.version)
+            v = parse_version(lib.version)
             if v is not None:
                 where = f"{lib.version} at {lib.path}"
                 if not any(lib.path in w for w in out.get(v.major, [])):
@@ -84,7 +74,7 @@ def explain(fw: FrameworkResult, step: StepResult, snap) -> Tuple[str, Optional[
                     ["Keep one cuDNN major on the loader path: remove the other from LD_LIBRARY_PATH / ldconfig, "
                      "or use the cuDNN wheel the framework pins"], ev)
         built = fact.cudnn_version if fact is not None else None
-        bv = _version(built)
+        bv = parse_version(built)
         if bv is not None and majors and bv.major not in majors:
             found = "; ".join(f"{', '.join(w[:2])}" for w in majors.values())
             ev.append(EvidenceItem(f"{fw.name} built for cuDNN", str(built), "probe:python"))
