@@ -93,21 +93,22 @@ def test_the_key_follows_the_codes_stat_facts(tmp_path, monkeypatch):
 
     monkeypatch.delenv("ENVDOCTOR_NO_PARSE_CACHE", raising=False)
     monkeypatch.setenv("ENVDOCTOR_CACHE_DIR", str(tmp_path / "cache"))
+    assert pin_memo.PINS_SOURCE == pins.__file__  # the parser the memo answers for
     first = pin_memo._key()
     assert pin_memo._key() == first
     copy = tmp_path / "pins.py"
     shutil.copy(pins.__file__, copy)
-    monkeypatch.setattr(pins, "__file__", str(copy))
+    monkeypatch.setattr(pin_memo, "PINS_SOURCE", str(copy))
     moved = pin_memo._key()
     assert moved != first
     st = os.stat(copy)
     os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
     assert pin_memo._key() != moved
-    monkeypatch.setattr(pins, "__file__", str(tmp_path / "missing" / "pins.py"))
+    monkeypatch.setattr(pin_memo, "PINS_SOURCE", str(tmp_path / "missing" / "pins.py"))
     assert pin_memo._key() not in (first, moved)  # absent: "none" in the key, still a key of its own
     blocker = tmp_path / "file"
     blocker.write_text("")
-    monkeypatch.setattr(pins, "__file__", str(blocker / "pins.py"))  # under a file: ENOTDIR, not absent
+    monkeypatch.setattr(pin_memo, "PINS_SOURCE", str(blocker / "pins.py"))  # under a file: ENOTDIR, not absent
     memo = pin_memo.PinMemo(None)
     assert memo.enabled and memo.key == "" and memo.data == {}
     memo.put(LINES[3], None)

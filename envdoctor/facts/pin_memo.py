@@ -26,6 +26,10 @@ MAX_LINES = 2048  # lines per environment
 Entry = Optional[Tuple[str, str, Optional[str], Tuple[str, ...]]]
 _Stored = Union[None, List[object]]
 
+# The parser whose answers are kept (envdoctor.facts.pins, beside this file): the key holds its source's stat facts.
+# Named by its path, not imported: pins imports this module on first use, and neither needs the other to load.
+PINS_SOURCE = str(Path(__file__).with_name("pins" + Path(__file__).suffix))
+
 
 def cache_path() -> Path:
     from envdoctor.cachedir import default_cache_dir
@@ -40,10 +44,9 @@ def _key() -> str:
     import packaging
 
     from envdoctor import __version__
-    from envdoctor.facts import pins
     from envdoctor.cache import stat_key
 
-    facts = stat_key([str(__file__), str(pins.__file__)], f"{FORMAT}\0{__version__}\0{packaging.__version__}", racy=False)
+    facts = stat_key([str(__file__), PINS_SOURCE], f"{FORMAT}\0{__version__}\0{packaging.__version__}", racy=False)
     if facts is None:
         raise OSError("cannot stat the pin memo's code")
     return facts
