@@ -378,7 +378,7 @@ def test_plan_replaces_installed_frameworks_of_the_same_name(here):
 
 
 def cli(args, capsys):
-    from envdoctor.cli import main
+    from envdoctor.entry import main
 
     with pytest.raises(SystemExit) as info:
         main(list(args))

@@ -104,9 +104,9 @@ def edges_of(root: Path, path: Path, modules: Set[str]) -> List[Edge]:
                     plain.append(alias.name)
             if plain:
                 add(source, base, tuple(plain), node.lineno, level)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and level == "module" and node.name == "__getattr__":
-            source = mod + LAZY
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and level == "module":
+            if not isinstance(node, ast.Lambda) and node.name == "__getattr__":
+                source = mod + LAZY  # a module-level __getattr__ (one in a class is an ordinary method)
             level = "function"
         if isinstance(node, ast.If) and _is_type_checking(node.test):
             for child in node.body:

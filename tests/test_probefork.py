@@ -511,7 +511,7 @@ def test_an_early_exit_after_prefetch_leaves_no_child(tmp_path):
     prelude = ("import envdoctor.probefork as pf\n_fork = pf.fork\n"
                "def fork(*a, **k):\n    c = _fork(*a, **k)\n"
                f"    open({str(pid_file)!r}, 'w').write(str(c.pid) if c else '')\n    return c\npf.fork = fork\n")
-    done = subprocess.run([sys.executable, "-c", prelude + "import sys\nfrom envdoctor.cli import main\n"
+    done = subprocess.run([sys.executable, "-c", prelude + "import sys\nfrom envdoctor.entry import main\n"
                            "sys.argv[0] = 'envdoctor'\nmain(sys.argv[1:])", "check", "--timeout", "300", "--only",
                            "NO-SUCH-RULE"], env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "NO-SUCH-RULE" in done.stderr, done.stderr
