@@ -104,10 +104,10 @@ def edges_of(root: Path, path: Path, modules: Set[str]) -> List[Edge]:
                     plain.append(alias.name)
             if plain:
                 add(source, base, tuple(plain), node.lineno, level)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and level == "module":
-            if not isinstance(node, ast.Lambda) and node.name == "__getattr__":
-                source = mod + LAZY  # a module-level __getattr__ (one in a class is an ordinary method)
-            level = "function"
+        if id(node) in lazy:
+            source = mod + LAZY
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            level = "typing" if level == "typing" else "function"
         if isinstance(node, ast.If) and _is_type_checking(node.test):
             for child in node.body:
                 visit(child, "typing", source)  # never runs, in a function as at module level
@@ -117,7 +117,11 @@ def edges_of(root: Path, path: Path, modules: Set[str]) -> List[Edge]:
         for inner in ast.iter_child_nodes(node):
             visit(inner, level, source)
 
-    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)), "module", mod)
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    # the module's own __getattr__ (a class's is an ordinary method)
+    lazy = {id(n) for n in tree.body
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__getattr__"}
+    visit(tree, "module", mod)
     return out
 
 
@@ -315,7 +319,9 @@ def _plant(tmp: Path) -> Path:
         "__version__ = '1'\nTYPE_CHECKING = False\nif TYPE_CHECKING:\n    from planted.api import check\n\n"
         "def __getattr__(name):\n    from planted import api\n    return getattr(api, name)\n")
     (pkg / "api.py").write_text("def check():\n    from planted import asker, versioned\n")
-    (pkg / "versioned.py").write_text("def v():\n    from planted import __version__\n    return __version__\n")
+    (pkg / "versioned.py").write_text("def v():\n    from planted import __version__\n    return __version__\n\n"
+                                      "class P:\n    def __getattr__(self, name):\n"
+                                      "        from planted.rules import base\n")
     (pkg / "asker.py").write_text("from planted import check\n")
     (pkg / "rules" / "base.py").write_text("def rule(**kw):\n    return lambda f: f\n")
     (pkg / "rules" / "one.py").write_text(
@@ -356,6 +362,9 @@ def test_the_walker_finds_a_planted_rule_import_and_cycle(tmp_path):
     assert ("planted.versioned", "planted", ("__version__",), "function") in {
         (e.source, e.target, e.names, e.level) for e in edges}
     assert not [e for e in edges if e.source == "planted.versioned" and e.target.endswith(LAZY)]
+    # a class's __getattr__ is an ordinary method: its imports are the module's, at function level
+    assert ("planted.versioned", "planted.rules.base", "function") in {(e.source, e.target, e.level) for e in edges}
+    assert not [e for e in edges if e.source.startswith("planted.versioned" + LAZY)]
     typing = {(e.source, e.target) for e in edges if e.level == "typing"}
     assert {("planted.facts.shared", "planted.rules.one"), ("planted.facts.late", "planted.rules.two"),
             ("planted", "planted.api")} <= typing
