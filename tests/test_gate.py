@@ -13,7 +13,7 @@ import pytest
 from envdoctor.gate.inputs import load_inputs
 from envdoctor.gate.plan import judge, overlay, plan_unit, stated_snapshot
 from envdoctor.knowledge import load_matrices
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 from envdoctor.rules.engine import COMMAND_FAMILIES, run_rules, select_rules
 from tests.snapfactory import machine, tensorflow, torch
 

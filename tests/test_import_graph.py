@@ -14,12 +14,15 @@ envdoctor import __version__` does not import envdoctor.api while `from envdocto
 importlib.import_module(variable) (the rules package's catalogue, cli's lazy commands, format plug-ins) and the
 implicit import of a module's parent packages.
 
-The walker is tested on a planted package first, so a graph it cannot read fails loudly instead of passing.
+The walker is tested on a planted package first, so a graph it cannot read fails loudly instead of passing. One
+test runs a fresh interpreter for what the walker cannot see: that importing the context loads no rule module.
 """
 from __future__ import annotations
 
 import ast
 import functools
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Set, Tuple
@@ -251,7 +254,6 @@ def components(edges: "Sequence[Edge]", skip: "Set[str] | frozenset" = frozenset
             if len(comp) > 1:
                 comps.append(sorted(comp))
 
-    import sys
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old, 10000))
     try:
@@ -434,12 +436,27 @@ def test_known_cycle_modules_are_still_there():
         assert on_cycle, f"no cycle runs through {mod} any more ({reason}): delete it from KNOWN_CYCLE_MODULES"
 
 
-def test_facts_never_import_the_rules_package():
+def test_the_data_layer_never_imports_the_rules_package():
     """Importing any envdoctor.rules.* module first runs envdoctor/rules/__init__.py, which imports every rule
-    module, which import envdoctor.facts: a facts module doing that is a circular import at run time (the rules
-    package's dynamic imports are invisible to the cycle test), at module level or in a function. What a rule reads
-    (envdoctor.context.Context) lives outside the rules package, so facts need it only to type-check."""
+    module, which import envdoctor.facts and envdoctor.context: a module below the rules doing that is a circular
+    import at run time (the rules package's dynamic imports are invisible to the cycle test). The facts may build
+    the rules' records inside a function (the rules are loaded by then); the matrices and the context never import
+    the rules package at all."""
     _, edges, _ = _envdoctor()
-    bad = [e for e in edges if e.level != "typing" and e.source.startswith(("envdoctor.facts", "envdoctor.knowledge"))
-           and e.target.startswith("envdoctor.rules")]
+    bad = [e for e in edges if e.target.startswith("envdoctor.rules") and (
+        (e.level == "module" and e.source.startswith("envdoctor.facts"))
+        or (e.level != "typing" and (e.source.startswith("envdoctor.knowledge") or e.source == "envdoctor.context")))]
     assert not bad, "the data layer imports envdoctor.rules:\n" + _explain(bad)
+
+
+def test_importing_the_context_loads_no_rule():
+    """What the walker cannot see, in a fresh interpreter: the context a rule reads comes without the rules
+    package's catalogue (envdoctor/rules/__init__.py imports every rule module by name)."""
+    code = ("import sys\nimport envdoctor.context\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('envdoctor.rules'))))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [], proc.stdout
+    proc = subprocess.run([sys.executable, "-c", code.replace("envdoctor.context", "envdoctor.rules.summary")],
+                          capture_output=True, text=True, cwd=str(ROOT), timeout=120)
+    assert "envdoctor.rules.machine" in proc.stdout.split(), proc.stdout + proc.stderr  # the probe sees the catalogue

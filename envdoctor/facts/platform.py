@@ -19,7 +19,7 @@ from packaging.version import Version
 from envdoctor.facts.versions import parse_version
 
 if TYPE_CHECKING:
-    from envdoctor.rules.context import Context
+    from envdoctor.context import Context
     from envdoctor.snapshot import Snapshot
 
 __all__ = [
