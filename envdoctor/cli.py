@@ -21,9 +21,8 @@ import click
 
 from envdoctor import __version__, cli_spec
 from envdoctor.cli_options import spec_options
-from envdoctor.entry import Aborted, main, say  # noqa: F401 - main: `envdoctor.cli:main` and in-process callers
 from envdoctor.emit import write_stdout
-from envdoctor.errors import EXIT_USAGE
+from envdoctor.errors import EXIT_USAGE, Aborted
 
 
 # Every command besides `probe`, as name -> (module, attribute): a command's module is imported only when that
@@ -128,7 +127,7 @@ def click_main(argv: Optional[List[str]]) -> Any:
             write_stdout(exc.ctx.get_help() + "\n" if exc.ctx is not None else "")
             sys.exit(0)
         cmd = exc.ctx.command_path if exc.ctx is not None else "envdoctor"
-        say(f"{cmd}: error: {_usage_message(exc)} (see '{cmd} --help')")
+        click.echo(f"{cmd}: error: {_usage_message(exc)} (see '{cmd} --help')", err=True)
         sys.exit(EXIT_USAGE)
     except click.ClickException as exc:
         exc.show()

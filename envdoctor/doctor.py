@@ -115,7 +115,7 @@ def build_report(snap: Snapshot, only: Optional[Sequence[str]] = None, skip: Opt
     """The machine rules' report on `snap`. `expect_cpu`: the frameworks the user expects on the CPU (a set,
     possibly empty), or None where the command does not know (envdoctor.rules.intent)."""
     from envdoctor.report import Report
-    from envdoctor.rules.context import Context
+    from envdoctor.context import Context
     from envdoctor.rules.engine import run_rules
 
     rules, matrices, warnings = prepared if prepared is not None else prepare_judgement(only, skip)

@@ -71,10 +71,6 @@ def _dispatch(argv: Optional[List[str]]) -> NoReturn:
     finish(lambda: _as_click_calls(name, params))
 
 
-class Aborted(Exception):
-    """click's Abort, for :func:`finish`: Ctrl-C (``__cause__`` is the KeyboardInterrupt) or the end of stdin."""
-
-
 class _Pacified:
     """A stream whose flush ignores a closed pipe (what click puts in place of stdout / stderr after EPIPE)."""
 
@@ -95,6 +91,8 @@ class _Pacified:
 def _as_click_calls(name: str, params: Dict[str, Any]) -> Any:
     """Run command `name`'s body (envdoctor.commands_run) as click's ``main`` imports and runs a command: Ctrl-C
     or the end of stdin end the line on stderr and abort; a closed stdout exits 1 quietly."""
+    from envdoctor.errors import Aborted
+
     try:
         import envdoctor.commands_run as bodies
 
@@ -123,7 +121,7 @@ def say(line: Optional[str]) -> None:
 def finish(call: Callable[[], Any]) -> NoReturn:
     """Run one command (either door) and exit: every failure as one line on stderr, never a traceback (set
     ENVDOCTOR_DEBUG=1 to see one); exit codes in envdoctor.errors."""
-    from envdoctor.errors import EnvdoctorError
+    from envdoctor.errors import Aborted, EnvdoctorError
 
     try:
         rc = call()

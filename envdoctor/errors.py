@@ -40,3 +40,8 @@ class IndexUnavailable(EnvdoctorError):
 
 class NoIndexConfigured(EnvdoctorError):
     """Neither pip's configuration nor the command line names an index."""
+
+
+class Aborted(Exception):
+    """click's Abort, for envdoctor.entry.finish: Ctrl-C (``__cause__`` is the KeyboardInterrupt) or the end of stdin.
+    Here, not in the entry, so that envdoctor.cli raises it without importing the module that imports it."""

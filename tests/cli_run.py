@@ -21,7 +21,7 @@ def run(*args: str, env: Optional[dict] = None, cwd: Optional[str] = None, input
             e[key] = value
     cmd: Sequence[str] = [sys.executable, "-m", "envdoctor", *args]
     if prelude:
-        cmd = [sys.executable, "-c", prelude + "\nimport sys\nfrom envdoctor.cli import main\nsys.argv[0] = 'envdoctor'\n"
+        cmd = [sys.executable, "-c", prelude + "\nimport sys\nfrom envdoctor.entry import main\nsys.argv[0] = 'envdoctor'\n"
                "main(sys.argv[1:])", *args]
     start = time.monotonic()
     proc = subprocess.run(cmd, stdout=stdout, stderr=subprocess.PIPE, text=True, env=e, cwd=cwd, input=input,

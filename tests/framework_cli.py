@@ -14,7 +14,7 @@ from tests.test_probe_pyenv import FakeVenv, ctx_for, run_probe
 
 
 def cli(args: Sequence[str], capsys: Any) -> Tuple[int, str, str]:
-    from envdoctor.cli import main
+    from envdoctor.entry import main
 
     with pytest.raises(SystemExit) as info:
         main(list(args))

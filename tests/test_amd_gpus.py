@@ -20,7 +20,7 @@ def m(tmp_path_factory):
 
 
 def _show(capsys, monkeypatch, tmp_path):
-    from envdoctor.cli import main
+    from envdoctor.entry import main
 
     monkeypatch.setenv("ENVDOCTOR_CACHE_DIR", str(tmp_path / "no-cache"))
     with pytest.raises(SystemExit) as exc:

@@ -148,7 +148,7 @@ def test_the_core_runs_without_click(tmp_path):
 def _loaded_by(argv: List[str]) -> Tuple[str, List[str]]:
     """(stdout, the heavy envdoctor packages loaded) of `envdoctor ARGV` run in a fresh interpreter."""
     code = ("import sys\n"
-            "from envdoctor.cli import main\n"
+            "from envdoctor.entry import main\n"
             "try:\n"
             f"    main({argv!r})\n"
             "except SystemExit as exc:\n"
@@ -197,7 +197,7 @@ def test_help_lists_each_command_as_the_command_itself_would():
 
 
 def _cli(argv: List[str], capsys) -> Tuple[int, str, str]:
-    from envdoctor.cli import main
+    from envdoctor.entry import main
 
     with pytest.raises(SystemExit) as done:
         main(argv)

@@ -24,7 +24,7 @@ BUILTIN = ("text", "json", "markdown", "junit", "github", "sarif", "prometheus")
 
 
 def cli(args, capsys):
-    from envdoctor.cli import main
+    from envdoctor.entry import main
 
     with pytest.raises(SystemExit) as info:
         main(list(args))
@@ -311,7 +311,7 @@ def test_format_modules_are_imported_only_when_used(old_driver_snapshot):
         "import sys\n"
         "import envdoctor.commands, envdoctor.gate.cli\n"
         "before = sorted(m for m in sys.modules if m.startswith('envdoctor.formats.'))\n"
-        "from envdoctor.cli import main\n"
+        "from envdoctor.entry import main\n"
         "try:\n"
         f"    main(['check', '--snapshot', {str(old_driver_snapshot)!r}, '--format', 'text'])\n"
         "except SystemExit:\n"

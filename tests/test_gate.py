@@ -13,7 +13,7 @@ import pytest
 from envdoctor.gate.inputs import load_inputs
 from envdoctor.gate.plan import judge, overlay, plan_unit, stated_snapshot
 from envdoctor.knowledge import load_matrices
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 from envdoctor.rules.engine import COMMAND_FAMILIES, run_rules, select_rules
 from tests.snapfactory import machine, tensorflow, torch
 
@@ -378,7 +378,7 @@ def test_plan_replaces_installed_frameworks_of_the_same_name(here):
 
 
 def cli(args, capsys):
-    from envdoctor.cli import main
+    from envdoctor.entry import main
 
     with pytest.raises(SystemExit) as info:
         main(list(args))

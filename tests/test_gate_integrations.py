@@ -31,7 +31,7 @@ def load_yaml(path: Path):
 
 
 def cli(args, capsys, cwd=None):
-    from envdoctor.cli import main
+    from envdoctor.entry import main
 
     old = os.getcwd()
     if cwd:

@@ -2,27 +2,44 @@
 
 - a rule module (a module under envdoctor/rules/ that registers a rule with @rule) never imports another rule
   module, at module level or inside a function: shared facts live in envdoctor/facts/; the rules' infrastructure
-  (base, context, engine, catalogue, summary) may be imported;
-- the module-level import graph (imports under `if TYPE_CHECKING:` do not run, so they do not count) has no cycle;
-- function-level imports are listed (-rA shows them) but never fail.
+  (base, engine, catalogue, summary) may be imported;
+- the import graph has no cycle, counting the imports inside functions as well as those at module level (an import
+  in a function runs on its first call, so a cycle through one is a circular import waiting for a caller);
+  imports under `if TYPE_CHECKING:` never run, so they do not count. No cycle is tolerated.
 
-The walker is tested on a planted package first, so a graph it cannot read fails loudly instead of passing.
+What the walker reads as Python runs it: `from M import name` reaches the imports of M's module-level
+``__getattr__`` (PEP 562: a package's lazy exports) only when M's body does not bind `name` itself, so `from
+envdoctor import __version__` does not import envdoctor.api while `from envdoctor import check` does. Blind spots:
+importlib.import_module(variable) (the rules package's catalogue, cli's lazy commands, format plug-ins) and the
+implicit import of a module's parent packages.
+
+The walker is tested on a planted package first, so a graph it cannot read fails loudly instead of passing. One
+test runs a fresh interpreter for what the walker cannot see: that importing the context loads no rule module.
 """
 from __future__ import annotations
 
 import ast
 import functools
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 
-INFRASTRUCTURE = {"base", "context", "engine", "catalogue", "summary"}
+INFRASTRUCTURE = {"base", "engine", "catalogue", "summary"}
 
 # Rule -> rule imports allowed, each naming exactly what it takes: none (the framework choosers live in
 # facts/choices.py, the pin clashes in facts/clashes.py). An entry here needs a reason next to it.
 ALLOWED: Dict[Tuple[str, str], Set[str]] = {}
+
+# The node of a module's own PEP 562 ``__getattr__``: its imports run for the names the module's body leaves to it.
+LAZY = ":__getattr__"
+
+# What every module has without binding it
+_MODULE_ATTRIBUTES = {"__name__", "__file__", "__doc__", "__path__", "__spec__", "__loader__", "__package__",
+                      "__builtins__", "__dict__"}
 
 
 @dataclass(frozen=True)
@@ -55,46 +72,100 @@ def _resolve(mod: str, is_package: bool, node: ast.ImportFrom) -> str:
 
 
 def edges_of(root: Path, path: Path, modules: Set[str]) -> List[Edge]:
-    """Every import of one file onto a module of `modules`, with the level it runs at."""
+    """Every import of one file onto a module of `modules`, with the level it runs at. The imports inside a
+    module-level ``def __getattr__`` come from that function's node (`module` + LAZY)."""
     mod = module_name(root, path)
     is_package = path.name == "__init__.py"
     out: List[Edge] = []
 
-    def add(target: str, names: Tuple[str, ...], line: int, level: str) -> None:
+    def add(source: str, target: str, names: Tuple[str, ...], line: int, level: str) -> None:
         if target in modules and target != mod:
-            out.append(Edge(mod, target, names, line, level))
+            out.append(Edge(source, target, names, line, level))
 
-    def visit(node: ast.AST, level: str) -> None:
+    def visit(node: ast.AST, level: str, source: str) -> None:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 name = alias.name
                 while name and name not in modules:
                     name = name.rpartition(".")[0]
-                add(name, (), node.lineno, level)
+                add(source, name, (), node.lineno, level)
         elif isinstance(node, ast.ImportFrom):
             base = _resolve(mod, is_package, node)
             plain = []
             for alias in node.names:
                 sub = f"{base}.{alias.name}"
                 if sub in modules:  # `from pkg import submodule`
-                    add(sub, (), node.lineno, level)
+                    add(source, sub, (), node.lineno, level)
                 else:
                     plain.append(alias.name)
             if plain:
-                add(base, tuple(plain), node.lineno, level)
+                add(source, base, tuple(plain), node.lineno, level)
+        if id(node) in lazy:
+            source = mod + LAZY
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            level = "function"
+            level = "typing" if level == "typing" else "function"
         if isinstance(node, ast.If) and _is_type_checking(node.test):
             for child in node.body:
-                visit(child, "typing" if level == "module" else level)
+                visit(child, "typing", source)  # never runs, in a function as at module level
             for child in node.orelse:
-                visit(child, level)
+                visit(child, level, source)
             return
         for inner in ast.iter_child_nodes(node):
-            visit(inner, level)
+            visit(inner, level, source)
 
-    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)), "module")
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    # the module's own __getattr__ (a class's is an ordinary method)
+    lazy = {id(n) for n in tree.body
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__getattr__"}
+    visit(tree, "module", mod)
     return out
+
+
+def bound_names(path: Path) -> Optional[Set[str]]:
+    """The names a module's body binds when it runs (not those bound only under TYPE_CHECKING), or None when the
+    module has no module-level ``__getattr__`` (every name it lacks is then an AttributeError, not an import)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: Set[str] = set(_MODULE_ATTRIBUTES)
+    lazy = False
+
+    def targets(node: ast.AST) -> None:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name):
+                names.add(n.id)
+
+    def body(stmts: Sequence[ast.stmt]) -> None:
+        nonlocal lazy
+        for st in stmts:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(st.name)
+                lazy = lazy or st.name == "__getattr__"
+            elif isinstance(st, (ast.Import, ast.ImportFrom)):
+                names.update((a.asname or a.name).split(".")[0] for a in st.names)
+            elif isinstance(st, ast.Assign):
+                for t in st.targets:
+                    targets(t)
+            elif isinstance(st, (ast.AnnAssign, ast.AugAssign)):
+                targets(st.target)
+            elif isinstance(st, ast.If):
+                if not _is_type_checking(st.test):
+                    body(st.body)
+                body(st.orelse)
+            elif isinstance(st, (ast.For, ast.AsyncFor, ast.While)):
+                if isinstance(st, (ast.For, ast.AsyncFor)):
+                    targets(st.target)
+                body(st.body)
+                body(st.orelse)
+            elif isinstance(st, (ast.With, ast.AsyncWith)):
+                body(st.body)
+            elif isinstance(st, ast.Try):
+                body(st.body)
+                for h in st.handlers:
+                    body(h.body)
+                body(st.orelse)
+                body(st.finalbody)
+
+    body(tree.body)
+    return names if lazy else None
 
 
 def is_rule_module(path: Path) -> bool:
@@ -109,10 +180,19 @@ def is_rule_module(path: Path) -> bool:
 
 
 def graph(root: Path, package: str) -> Tuple[Dict[str, Path], List[Edge]]:
+    """The modules under `package` and every import between them. An import of a module with a PEP 562
+    ``__getattr__`` also reaches that function's node unless every name it takes is bound by the module's body
+    (`import M`, which takes no name, reaches it: attributes may be asked for later)."""
     files = {module_name(root, p): p for p in sorted((root / package).rglob("*.py"))}
     modules = set(files)
     edges = [e for p in files.values() for e in edges_of(root, p, modules)]
-    return files, edges
+    bound = {m: bound_names(p) for m, p in files.items()}
+    lazy = []
+    for e in edges:
+        names = bound.get(e.target)
+        if names is not None and (not e.names or not set(e.names) <= names):
+            lazy.append(Edge(e.source, e.target + LAZY, e.names, e.line, e.level))
+    return files, edges + lazy
 
 
 def rule_to_rule(root: Path, package: str, files: Dict[str, Path], edges: List[Edge]) -> List[Edge]:
@@ -122,14 +202,24 @@ def rule_to_rule(root: Path, package: str, files: Dict[str, Path], edges: List[E
     return [e for e in edges if e.source in rule_modules and e.target in rule_modules and e.target not in infra]
 
 
-def cycles(edges: "Sequence[Edge]") -> List[List[str]]:
-    """The strongly connected components with more than one module of the module-level graph (Tarjan), each
-    as one cycle through its modules."""
+def _module_of(node: str) -> str:
+    return node[: -len(LAZY)] if node.endswith(LAZY) else node
+
+
+def _running(edges: "Sequence[Edge]", skip: "Set[str] | frozenset" = frozenset()) -> Dict[str, Set[str]]:
+    """The graph of the imports that run (module and function level), less every edge touching a module of
+    `skip`."""
     succ: Dict[str, Set[str]] = {}
     for e in edges:
-        if e.level == "module":
+        if e.level in ("module", "function") and _module_of(e.source) not in skip and _module_of(e.target) not in skip:
             succ.setdefault(e.source, set()).add(e.target)
             succ.setdefault(e.target, set())
+    return succ
+
+
+def components(edges: "Sequence[Edge]", skip: "Set[str] | frozenset" = frozenset()) -> List[List[str]]:
+    """The strongly connected components with more than one node of the running graph (Tarjan), each sorted."""
+    succ = _running(edges, skip)
     index: Dict[str, int] = {}
     low: Dict[str, int] = {}
     stack: List[str] = []
@@ -155,9 +245,8 @@ def cycles(edges: "Sequence[Edge]") -> List[List[str]]:
                 if w == v:
                     break
             if len(comp) > 1:
-                comps.append(comp)
+                comps.append(sorted(comp))
 
-    import sys
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old, 10000))
     try:
@@ -166,7 +255,14 @@ def cycles(edges: "Sequence[Edge]") -> List[List[str]]:
                 strong(v)
     finally:
         sys.setrecursionlimit(old)
-    return [_one_cycle(sorted(c), succ) for c in comps]
+    return sorted(comps)
+
+
+def cycles(edges: "Sequence[Edge]", skip: "Set[str] | frozenset" = frozenset()) -> List[List[str]]:
+    """One cycle through each strongly connected component of the running graph (module-level and function-level
+    imports; none through a module of `skip`)."""
+    succ = _running(edges, skip)
+    return [_one_cycle(c, succ) for c in components(edges, skip)]
 
 
 def _one_cycle(comp: List[str], succ: Dict[str, Set[str]]) -> List[str]:
@@ -193,6 +289,17 @@ def _explain(edges: "Sequence[Edge]") -> str:
                      for e in edges)
 
 
+def describe_cycles(found: List[List[str]], edges: "Sequence[Edge]") -> str:
+    """Each cycle as its modules, then the import statement behind each of its steps."""
+    lines = []
+    for cyc in found:
+        lines.append("  " + " -> ".join(cyc))
+        for a, b in zip(cyc, cyc[1:]):
+            step = [e for e in edges if e.level in ("module", "function") and (e.source, e.target) == (a, b)]
+            lines.append("  " + _explain(step[:1]))
+    return "\n".join(lines)
+
+
 # --------------------------------------------------------------------------- the walker on a planted package
 
 
@@ -200,8 +307,17 @@ def _plant(tmp: Path) -> Path:
     pkg = tmp / "planted"
     (pkg / "rules").mkdir(parents=True)
     (pkg / "facts").mkdir()
-    for d in (pkg, pkg / "rules", pkg / "facts"):
+    for d in (pkg / "rules", pkg / "facts"):
         (d / "__init__.py").write_text("")
+    # a package's lazy exports (PEP 562): `check` is its __getattr__'s, `__version__` its body's
+    (pkg / "__init__.py").write_text(
+        "__version__ = '1'\nTYPE_CHECKING = False\nif TYPE_CHECKING:\n    from planted.api import check\n\n"
+        "def __getattr__(name):\n    from planted import api\n    return getattr(api, name)\n")
+    (pkg / "api.py").write_text("def check():\n    from planted import asker, versioned\n")
+    (pkg / "versioned.py").write_text("def v():\n    from planted import __version__\n    return __version__\n\n"
+                                      "class P:\n    def __getattr__(self, name):\n"
+                                      "        from planted.rules import base\n")
+    (pkg / "asker.py").write_text("from planted import check\n")
     (pkg / "rules" / "base.py").write_text("def rule(**kw):\n    return lambda f: f\n")
     (pkg / "rules" / "one.py").write_text(
         "from planted.rules.base import rule\nfrom planted.facts import shared\n\n@rule(id='X1')\ndef r(ctx, r):\n"
@@ -212,7 +328,19 @@ def _plant(tmp: Path) -> Path:
     (pkg / "facts" / "shared.py").write_text("from typing import TYPE_CHECKING\nfrom planted.facts import other\n"
                                              "if TYPE_CHECKING:\n    from planted.rules import one\n")
     (pkg / "facts" / "other.py").write_text("import planted.facts.shared\n")
+    # a cycle only through imports inside functions, and a TYPE_CHECKING import inside a function (no edge)
+    (pkg / "facts" / "early.py").write_text("def f():\n    from planted.facts import late\n")
+    (pkg / "facts" / "late.py").write_text(
+        "TYPE_CHECKING = False\n\ndef g():\n    import planted.facts.early\n\ndef h():\n"
+        "    if TYPE_CHECKING:\n        from planted.rules import two\n")
     return tmp
+
+
+PLANTED_CYCLES = [
+    ["planted.api", "planted.asker", "planted:__getattr__", "planted.api"],
+    ["planted.facts.early", "planted.facts.late", "planted.facts.early"],
+    ["planted.facts.other", "planted.facts.shared", "planted.facts.other"],
+]
 
 
 def test_the_walker_finds_a_planted_rule_import_and_cycle(tmp_path):
@@ -222,9 +350,28 @@ def test_the_walker_finds_a_planted_rule_import_and_cycle(tmp_path):
     # one -> two inside a function is caught; helpers (no rule) may import two; base is infrastructure
     assert [(e.source, e.target, e.names, e.level) for e in bad] == [
         ("planted.rules.one", "planted.rules.two", ("helper",), "function")]
-    # shared <-> other is a cycle; shared -> rules.one under TYPE_CHECKING is not an edge that runs
-    assert cycles(edges) == [["planted.facts.other", "planted.facts.shared", "planted.facts.other"]]
-    assert any(e.level == "typing" and e.target == "planted.rules.one" for e in edges)
+    # shared <-> other at module level and early <-> late inside functions are cycles; so is asker -> the
+    # package's __getattr__ (it asks for a lazy export) -> api -> asker; versioned takes a name the package's
+    # body binds, so it does not reach api; the TYPE_CHECKING imports are no edges that run
+    assert sorted(cycles(edges)) == PLANTED_CYCLES
+    assert ("planted.versioned", "planted", ("__version__",), "function") in {
+        (e.source, e.target, e.names, e.level) for e in edges}
+    assert not [e for e in edges if e.source == "planted.versioned" and e.target.endswith(LAZY)]
+    # a class's __getattr__ is an ordinary method: its imports are the module's, at function level
+    assert ("planted.versioned", "planted.rules.base", "function") in {(e.source, e.target, e.level) for e in edges}
+    assert not [e for e in edges if e.source.startswith("planted.versioned" + LAZY)]
+    typing = {(e.source, e.target) for e in edges if e.level == "typing"}
+    assert {("planted.facts.shared", "planted.rules.one"), ("planted.facts.late", "planted.rules.two"),
+            ("planted", "planted.api")} <= typing
+    assert "planted.facts.late -> planted.facts.early (module; line 4, function level)" in \
+        describe_cycles(cycles(edges), edges)
+
+
+def test_the_walker_leaves_out_the_cycles_through_a_known_module(tmp_path):
+    _, edges = graph(_plant(tmp_path), "planted")
+    assert sorted(cycles(edges, skip={"planted.asker"})) == PLANTED_CYCLES[1:]
+    assert sorted(cycles(edges, skip={"planted"})) == PLANTED_CYCLES[1:]  # its __getattr__ is part of it
+    assert ["planted.facts.early", "planted.facts.late"] in components(edges, skip={"planted.asker"})
 
 
 def test_relative_imports_resolve(tmp_path):
@@ -264,32 +411,36 @@ def test_the_allow_list_has_no_stale_entry():
         assert taken == names, f"{pair}: allowed {sorted(names)}, imported {sorted(taken)}: update ALLOWED"
 
 
-def test_no_import_cycle_at_module_level():
+def test_no_import_cycle():
+    """Module-level and function-level imports together: a cycle fails, printed with the import behind each step."""
     _, edges, _ = _envdoctor()
-    assert any(e.level == "module" for e in edges)
-    found = cycles(edges)
-    lines = []
-    for cyc in found:
-        lines.append("  " + " -> ".join(cyc))
-        for a, b in zip(cyc, cyc[1:]):
-            lines.append(_explain([e for e in edges if e.level == "module" and (e.source, e.target) == (a, b)][:1]))
-    assert not found, "module-level import cycles:\n" + "\n".join(lines)
+    assert any(e.level == "module" for e in edges) and any(e.level == "function" for e in edges)
+    found = cycles(edges, skip=set())
+    assert not found, ("import cycles (module-level and function-level imports; break each by moving what both "
+                       "sides need into a module below them):\n" + describe_cycles(found, edges))
 
 
-def test_function_level_imports_are_listed():
-    """Not a rule: the imports inside functions (lazy imports keep `check` fast, and some break cycles)."""
-    _, edges, _ = _envdoctor()
-    inner = [e for e in edges if e.level == "function"]
-    print(f"{len(inner)} function-level imports inside envdoctor/:")
-    print(_explain(inner))
-    assert all(e.source.startswith("envdoctor") for e in inner)
-
-
-def test_facts_never_import_the_rules_package_at_module_level():
+def test_the_data_layer_never_imports_the_rules_package():
     """Importing any envdoctor.rules.* module first runs envdoctor/rules/__init__.py, which imports every rule
-    module, which import envdoctor.facts: a facts module doing that at module level is a circular import at run time
-    (the rules package's dynamic imports are invisible to the cycle test)."""
+    module, which import envdoctor.facts and envdoctor.context: a module below the rules doing that is a circular
+    import at run time (the rules package's dynamic imports are invisible to the cycle test). The facts may build
+    the rules' records inside a function (the rules are loaded by then); the matrices and the context never import
+    the rules package at all."""
     _, edges, _ = _envdoctor()
-    bad = [e for e in edges if e.level == "module" and e.source.startswith("envdoctor.facts")
-           and e.target.startswith("envdoctor.rules")]
-    assert not bad, "envdoctor.facts imports envdoctor.rules at module level:\n" + _explain(bad)
+    bad = [e for e in edges if e.target.startswith("envdoctor.rules") and (
+        (e.level == "module" and e.source.startswith("envdoctor.facts"))
+        or (e.level != "typing" and (e.source.startswith("envdoctor.knowledge") or e.source == "envdoctor.context")))]
+    assert not bad, "the data layer imports envdoctor.rules:\n" + _explain(bad)
+
+
+def test_importing_the_context_loads_no_rule():
+    """What the walker cannot see, in a fresh interpreter: the context a rule reads comes without the rules
+    package's catalogue (envdoctor/rules/__init__.py imports every rule module by name)."""
+    code = ("import sys\nimport envdoctor.context\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('envdoctor.rules'))))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [], proc.stdout
+    proc = subprocess.run([sys.executable, "-c", code.replace("envdoctor.context", "envdoctor.rules.summary")],
+                          capture_output=True, text=True, cwd=str(ROOT), timeout=120)
+    assert "envdoctor.rules.machine" in proc.stdout.split(), proc.stdout + proc.stderr  # the probe sees the catalogue

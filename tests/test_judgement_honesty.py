@@ -34,7 +34,7 @@ def _own_cache(tmp_path, monkeypatch):
 
 
 def cli(args, capsys, cwd=None):
-    """`envdoctor ARGS` in-process through envdoctor.cli.main (exit codes and one-line errors as a user sees them)."""
+    """`envdoctor ARGS` in-process through envdoctor.entry.main (exit codes and one-line errors as a user sees them)."""
     rc, out, err = gate_integrations_cli([str(a) for a in args], capsys, cwd=cwd)
     assert "Traceback" not in err
     return rc, out, err

@@ -16,7 +16,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envdoctor import __version__
-from envdoctor.cli import main
+from envdoctor.entry import main
 from envdoctor.knowledge import load_matrices
 from envdoctor.lock.resolve import intersect
 from tests.snapfactory import machine, tensorflow

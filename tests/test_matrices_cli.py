@@ -22,7 +22,7 @@ def _isolated(monkeypatch, tmp_path):
 
 
 def run(capsys, *args):
-    from envdoctor.cli import main
+    from envdoctor.entry import main
 
     with pytest.raises(SystemExit) as exc:
         main(list(args))

@@ -182,7 +182,7 @@ def test_wheel_force_include_path_matches():
 
 
 def _lock(monkeypatch, tmp_path, capsys, *args, python="3.11"):
-    from envdoctor.cli import main
+    from envdoctor.entry import main
 
     monkeypatch.setenv("ENVDOCTOR_CACHE_DIR", str(tmp_path / "empty-cache"))
     with pytest.raises(SystemExit) as exc:

@@ -185,7 +185,7 @@ def test_only_the_server_module_imports_the_sdk():
 @pytest.mark.parametrize("argv", [["--help"], ["mcp", "--help"], ["check", "--snapshot", "{snap}"],
                                   ["explain", "ED100"]], ids=lambda a: " ".join(a))
 def test_other_commands_never_load_the_sdk(argv, v100_snapshot):
-    code = ("import sys\nfrom envdoctor.cli import main\n"
+    code = ("import sys\nfrom envdoctor.entry import main\n"
             "try:\n"
             f"    main({[a.replace('{snap}', str(v100_snapshot)) for a in argv]!r})\n"
             "except SystemExit:\n    pass\n"

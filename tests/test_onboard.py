@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.cli import main
+from envdoctor.entry import main
 from envdoctor.errors import BadInput
 from envdoctor.fsroot import Root
 from envdoctor.onboard import plan as P

@@ -155,7 +155,7 @@ def _check_errors(t: Target, cands: Sequence[Candidate], pins: Dict[str, str],
     """check's rules on a snapshot of the target with the builds laid in (given ``mixed``, its ED662 findings are
     added to it)."""
     from envdoctor.doctor import prepare_judgement
-    from envdoctor.rules.context import Context
+    from envdoctor.context import Context
     from envdoctor.rules.engine import run_rules
 
     from envdoctor.gate.plan import stated_snapshot

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from envdoctor.facts import pin_memo, pins
+from envdoctor.facts import pin_memo, pins, versions
 
 from .cli_run import run
 from .snapfactory import machine, torch
@@ -86,28 +86,33 @@ def test_a_file_it_did_not_write_is_ignored(tmp_path, monkeypatch):
 
 def test_the_key_follows_the_codes_stat_facts(tmp_path, monkeypatch):
     """The memo is keyed by its code's stat facts (as a .pyc by its source): the same files give the same key, an
-    edited (re-stamped) pins.py another, so entries remembered by other code are never read back; a file that
-    cannot be stat'ed gives no key at all (nothing read, nothing stored)."""
+    edited (re-stamped) pins.py or versions.py another, so entries remembered by other code are never read back; a
+    file that cannot be stat'ed gives no key at all (nothing read, nothing stored)."""
     import os
     import shutil
 
     monkeypatch.delenv("ENVDOCTOR_NO_PARSE_CACHE", raising=False)
     monkeypatch.setenv("ENVDOCTOR_CACHE_DIR", str(tmp_path / "cache"))
+    assert (pin_memo.PINS_SOURCE, pin_memo.VERSIONS_SOURCE) == (pins.__file__, versions.__file__)  # the code behind
     first = pin_memo._key()
     assert pin_memo._key() == first
     copy = tmp_path / "pins.py"
     shutil.copy(pins.__file__, copy)
-    monkeypatch.setattr(pins, "__file__", str(copy))
+    monkeypatch.setattr(pin_memo, "PINS_SOURCE", str(copy))
     moved = pin_memo._key()
     assert moved != first
     st = os.stat(copy)
     os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
     assert pin_memo._key() != moved
-    monkeypatch.setattr(pins, "__file__", str(tmp_path / "missing" / "pins.py"))
+    names = tmp_path / "versions.py"  # where canonical_name lives: its edits count too
+    shutil.copy(versions.__file__, names)
+    monkeypatch.setattr(pin_memo, "VERSIONS_SOURCE", str(names))
+    assert pin_memo._key() not in (first, moved)
+    monkeypatch.setattr(pin_memo, "PINS_SOURCE", str(tmp_path / "missing" / "pins.py"))
     assert pin_memo._key() not in (first, moved)  # absent: "none" in the key, still a key of its own
     blocker = tmp_path / "file"
     blocker.write_text("")
-    monkeypatch.setattr(pins, "__file__", str(blocker / "pins.py"))  # under a file: ENOTDIR, not absent
+    monkeypatch.setattr(pin_memo, "PINS_SOURCE", str(blocker / "pins.py"))  # under a file: ENOTDIR, not absent
     memo = pin_memo.PinMemo(None)
     assert memo.enabled and memo.key == "" and memo.data == {}
     memo.put(LINES[3], None)

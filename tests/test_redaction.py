@@ -171,7 +171,7 @@ def test_smoke_every_format(machine):
 
 def test_onboard_reports(machine, fake, capsys):
     """onboard's Markdown and HTML reports: the tables (GPU env, paths) as well as the embedded snapshot."""
-    from envdoctor.cli import main
+    from envdoctor.entry import main
     from tests.test_onboard import FW
 
     fake.snap.write_text(machine.snap.read_text())

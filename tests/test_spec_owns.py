@@ -126,7 +126,7 @@ def test_an_unregistered_framework_has_no_smoke_program():
 
 
 def _refresh_json(capsys, url: str, cache) -> dict:
-    from envdoctor.cli import main
+    from envdoctor.entry import main
 
     with pytest.raises(SystemExit) as exc:
         main(["matrices", "refresh", "--index-url", url, "--cache-dir", str(cache), "--dry-run", "--format", "json"])

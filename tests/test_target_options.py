@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.cli import main
+from envdoctor.entry import main
 
 if sys.version_info >= (3, 11):
     import tomllib

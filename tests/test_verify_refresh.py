@@ -30,7 +30,7 @@ def _isolated(monkeypatch, tmp_path):
 
 def run(capsys, *args):
     """`envdoctor ARGS` in-process: (exit code, stdout, stderr)."""
-    from envdoctor.cli import main
+    from envdoctor.entry import main
 
     with pytest.raises(SystemExit) as exc:
         main(list(args))

@@ -28,7 +28,7 @@ from envdoctor.records import dataclass, field
 if TYPE_CHECKING:  # facts never import envdoctor.rules at module level: that package imports every rule module
     from envdoctor.knowledge.matrices import Matrices
     from envdoctor.rules.base import EvidenceItem
-    from envdoctor.rules.context import Context
+    from envdoctor.context import Context
 
 # the distribution whose release row the data keeps, per framework family
 FAMILY_OF = {"torch": "torch", "tensorflow": "tensorflow", "jaxlib": "jax"}

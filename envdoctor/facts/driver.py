@@ -19,7 +19,7 @@ from envdoctor.records import dataclass
 if TYPE_CHECKING:  # facts never import envdoctor.rules at module level: that package imports every rule module
     from envdoctor.rules.base import EvidenceItem
     from envdoctor.knowledge.matrices import Matrices
-    from envdoctor.rules.context import Context
+    from envdoctor.context import Context
 
 __all__ = ["DriverFacts", "cuda_floor", "driver_evidence", "driver_facts", "driver_native", "driver_runs", "has_mvc"]
 

@@ -18,7 +18,7 @@ from envdoctor.snapshot import GPU, Snapshot
 if TYPE_CHECKING:  # facts never import envdoctor.rules at module level: that package imports every rule module
     from envdoctor.rules.base import EvidenceItem
     from envdoctor.knowledge.matrices import Matrices
-    from envdoctor.rules.context import Context
+    from envdoctor.context import Context
 
 # the nvidia probe's disagreement between layers' GPU counts
 _COUNT_RE = lazy_re(r"^(.+?) lists (\d+) GPUs? but (.+?) lists (\d+) GPUs?(?: \(not in [^)]*\))?$", re.ASCII)

@@ -7,8 +7,8 @@ the parsing itself. The same interpreter's lines give the same answer every time
 result -- ``null`` (garbage, or its marker does not hold there) or ``[name, specifier, extra, extras]``.
 
 packaging stays the parser: an entry is only ever written from its result, and a line, an environment, a
-packaging or envdoctor version or a change to this module or to envdoctor.facts.pins not seen before is
-parsed again. The file is JSON (it cannot run code), read and written by envdoctor.cache's rules; one that is not
+packaging or envdoctor version or a change to this module or to envdoctor.facts.pins or .versions not seen
+before is parsed again. The file is JSON (it cannot run code), read and written by envdoctor.cache's rules; one that is not
 exactly that shape is ignored and rewritten. Best effort: an unreadable, unwritable or untrusted cache only means
 parsing. ENVDOCTOR_NO_CACHE=1 (or ENVDOCTOR_NO_PARSE_CACHE=1) bypasses it (as it does the matrices' caches).
 """
@@ -26,6 +26,12 @@ MAX_LINES = 2048  # lines per environment
 Entry = Optional[Tuple[str, str, Optional[str], Tuple[str, ...]]]
 _Stored = Union[None, List[object]]
 
+# The code whose answers are kept, beside this file: envdoctor.facts.pins (the parser) and envdoctor.facts.versions
+# (its canonical_name normalizes the names kept). The key holds their sources' stat facts. Named by their paths, not
+# imported: pins imports this module on first use, and neither needs the other to load.
+PINS_SOURCE = str(Path(__file__).with_name("pins" + Path(__file__).suffix))
+VERSIONS_SOURCE = str(Path(__file__).with_name("versions" + Path(__file__).suffix))
+
 
 def cache_path() -> Path:
     from envdoctor.cachedir import default_cache_dir
@@ -40,10 +46,9 @@ def _key() -> str:
     import packaging
 
     from envdoctor import __version__
-    from envdoctor.facts import pins
     from envdoctor.cache import stat_key
 
-    facts = stat_key([str(__file__), str(pins.__file__)], f"{FORMAT}\0{__version__}\0{packaging.__version__}", racy=False)
+    facts = stat_key([str(__file__), PINS_SOURCE, VERSIONS_SOURCE], f"{FORMAT}\0{__version__}\0{packaging.__version__}", racy=False)
     if facts is None:
         raise OSError("cannot stat the pin memo's code")
     return facts

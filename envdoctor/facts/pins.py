@@ -18,7 +18,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from envdoctor.facts.platform import marker_env
-from envdoctor.facts.versions import parse_version
+from envdoctor.facts.versions import canonical_name, parse_version  # canonical_name: re-exported, the rules' name
 from envdoctor.lazyre import lazy_re
 from envdoctor.records import dataclass
 
@@ -31,15 +31,6 @@ __all__ = [
     "Pin", "canonical_name", "cudnn_wheel_major", "in_effect", "is_cudnn_wheel", "jax_plugin", "marker_extras", "norm",
     "packages", "parse_pins", "requirement", "satisfies", "spec", "spec_contains",
 ]
-
-_SEPARATORS = lazy_re(r"[-_.]+")
-
-
-def canonical_name(name: Optional[str]) -> str:
-    """The PEP 503 normalized name (what packaging.utils.canonicalize_name computes, without importing
-    packaging.tags and sysconfig behind it); "" for None."""
-    return _SEPARATORS.sub("-", str(name or "").strip()).lower()
-
 
 norm = canonical_name  # the short name the rules use
 

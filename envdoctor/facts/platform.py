@@ -26,7 +26,7 @@ from envdoctor.lazyre import lazy_re
 if TYPE_CHECKING:
     from packaging.version import Version
 
-    from envdoctor.rules.context import Context
+    from envdoctor.context import Context
     from envdoctor.snapshot import Snapshot
 
 __all__ = [

@@ -3,8 +3,9 @@
 Owns: `parse_version` (a version-like string -> packaging Version, or None), `major_minor` /
 `major_minor_version` (the X.Y series of a version: "12.4.1" -> "12.4", "12" -> "12.0"), `normalize_cc` /
 `cc_tuple` (a compute capability from "8.6", "86", "sm_86", "compute_90a", (8, 6)), `public` / `local_label` (a
-version without / only its local label), and `lower_bound` (the floor a specifier sets). Everything else
-(matrices, rules, lock, gate, parsers) imports these.
+version without / only its local label), `lower_bound` (the floor a specifier sets), and `canonical_name` (a
+distribution's PEP 503 name, which the matrices key their rows by). Everything else (matrices, rules, lock, gate,
+parsers) imports these: this module is the data layer's leaf.
 Pure: no I/O, no envdoctor imports.
 """
 from __future__ import annotations
@@ -18,9 +19,17 @@ from packaging.version import InvalidVersion, Version
 from envdoctor.lazyre import lazy_re
 
 __all__ = [
-    "cc_tuple", "local_label", "lower_bound", "major_minor", "major_minor_version", "normalize_cc", "parse_version",
-    "public",
+    "canonical_name", "cc_tuple", "local_label", "lower_bound", "major_minor", "major_minor_version", "normalize_cc",
+    "parse_version", "public",
 ]
+
+_SEPARATORS = lazy_re(r"[-_.]+")
+
+
+def canonical_name(name: Optional[str]) -> str:
+    """The PEP 503 normalized name (what packaging.utils.canonicalize_name computes, without importing
+    packaging.tags and sysconfig behind it); "" for None."""
+    return _SEPARATORS.sub("-", str(name or "").strip()).lower()
 
 
 def parse_version(value: object) -> Optional[Version]:

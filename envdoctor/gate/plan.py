@@ -1742,7 +1742,7 @@ def locate(finding: Any, plan: Plan) -> List[Location]:
 def judge(plan: Plan, snap: Snapshot, matrices: Any, rules: Optional[list] = None,
           fresh: bool = False) -> Tuple[Snapshot, List[Located]]:
     """Run the rules (check's and the gate's) on the target with the plan laid over it."""
-    from envdoctor.rules.context import Context
+    from envdoctor.context import Context
     from envdoctor.rules.engine import run_rules
 
     over = overlay(snap, plan, fresh)

@@ -42,13 +42,11 @@ def cache_path() -> Path:
     return L.default_cache_dir().parent / "compiled" / "matrices.json"
 
 
-def _modules() -> List[Any]:
-    """The modules whose code decides what a build yields (their source is part of the key)."""
-    import sys
-
-    from . import matrices
-
-    return [L, T, matrices, sys.modules[__name__]]
+def _sources() -> List[str]:
+    """The source files of the modules whose code decides what a build yields (part of the key). matrices.py, beside
+    this file, is named by its path, not imported: it imports this module on first use."""
+    here = Path(__file__)
+    return [str(L.__file__), str(T.__file__), str(here.with_name("matrices" + here.suffix)), str(here)]
 
 
 def _tables(bundled: Path, cache: Path) -> Iterator[Path]:
@@ -69,8 +67,8 @@ def _digest(bundled: Path, cache: Path) -> Optional[str]:
 
     h = L.sha256(_header(bundled, cache))
     try:
-        for module in _modules():
-            h.update(read_bytes(str(module.__file__)))
+        for source in _sources():
+            h.update(read_bytes(source))
         for path in _tables(bundled, cache):
             if path.is_file():
                 data = read_bytes(path)
@@ -88,7 +86,7 @@ def _stat_key(bundled: Path, cache: Path) -> Optional[str]:
     is read), or None when one cannot be stat'ed or changed a moment ago."""
     from envdoctor.cache import stat_key
 
-    return stat_key([str(m.__file__) for m in _modules()] + [str(p) for p in _tables(bundled, cache)],
+    return stat_key(_sources() + [str(p) for p in _tables(bundled, cache)],
                     _header(bundled, cache).decode())
 
 

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from envdoctor.facts.pins import canonical_name  # not packaging.utils: it imports packaging.tags (start-up)
+from envdoctor.facts.versions import canonical_name  # not packaging.utils: it imports packaging.tags (start-up)
 from envdoctor.records import dataclass, field
 
 STAGES = ("run", "install")

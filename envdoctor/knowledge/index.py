@@ -16,13 +16,11 @@
 from __future__ import annotations
 
 import configparser
-import email.parser
 import hashlib
 import html
 import json
 import os
 import re
-import socket
 import threading
 import time
 import zipfile
@@ -41,6 +39,8 @@ from packaging.version import InvalidVersion, Version
 from envdoctor.errors import IndexUnavailable, NoIndexConfigured
 from envdoctor.facts.platform import marker_env_for, platform_facts, wheel_tag_platform
 from envdoctor.facts.versions import parse_version
+from envdoctor.knowledge.wheelmeta import Metadata, parse_metadata  # noqa: F401 - Metadata: this client's answers
+from envdoctor.knowledge.wheelmeta import shut_response as _shut
 
 # Retry policy for http(s): attempts = 1 + RETRIES, sleeping BACKOFF * 2**i between them.
 RETRIES = 2
@@ -229,19 +229,6 @@ class DistFile:
 
 
 @dataclass
-class Metadata:
-    """The parts of a wheel's core metadata envdoctor uses."""
-
-    name: str
-    version: str
-    requires_python: Optional[str]
-    requires_dist: List[str]
-    provides_extra: List[str]
-    source: str  # where it was read (the .metadata URL, or the wheel URL for a local wheel)
-    wheel: str  # the wheel's file name
-
-
-@dataclass
 class Response:
     status: int
     content_type: str
@@ -352,22 +339,6 @@ def parse_html_page(text: str, page_url: str, index_url: str) -> List[DistFile]:
         if f is not None:
             out.append(f)
     return out
-
-
-def parse_metadata(text: str, source: str, wheel: str) -> Optional[Metadata]:
-    """Core metadata (RFC 822 headers) -> Metadata; None when it has no Name/Version."""
-    try:
-        msg = email.parser.HeaderParser().parsestr(text)
-    except Exception:  # noqa: BLE001
-        return None
-    name, version = msg.get("Name"), msg.get("Version")
-    if not name or not version:
-        return None
-    return Metadata(name=str(name).strip(), version=str(version).strip(),
-                    requires_python=(str(msg.get("Requires-Python")).strip() if msg.get("Requires-Python") else None),
-                    requires_dist=[str(x).strip() for x in (msg.get_all("Requires-Dist") or [])],
-                    provides_extra=[str(x).strip() for x in (msg.get_all("Provides-Extra") or [])],
-                    source=source, wheel=wheel)
 
 
 class IndexClient:
@@ -632,19 +603,6 @@ def pick_wheel(files: Sequence[DistFile], version: str, platform: str = "manylin
         )
 
     return sorted(cands, key=key)[0]
-
-
-def _shut(resp: object) -> None:
-    """Best effort: shut the socket under a requests response down, so a read blocked on it returns now."""
-    raw = getattr(resp, "raw", None)
-    conn = getattr(raw, "connection", None) or getattr(raw, "_connection", None)
-    sock = getattr(conn, "sock", None)
-    if sock is None:
-        return
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except (OSError, AttributeError):
-        pass
 
 
 def _short(exc: BaseException) -> str:

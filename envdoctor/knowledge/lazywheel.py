@@ -34,6 +34,9 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Tuple
 from urllib.parse import urlparse
 
+from envdoctor.knowledge.wheelmeta import parse_metadata
+from envdoctor.knowledge.wheelmeta import shut_response as _shut
+
 TAIL_BYTES = 16 * 1024
 MAX_DIRECTORY_BYTES = 64 * 1024 * 1024
 MAX_METADATA_BYTES = 8 * 1024 * 1024
@@ -106,12 +109,6 @@ class _Flight:
             live, self.live = list(self.live), set()
         for resp in live:
             _shut(resp)
-
-
-def _shut(resp) -> None:
-    from .index import _shut as shut_socket
-
-    shut_socket(resp)
 
 
 class _RangeReader:
@@ -486,8 +483,6 @@ def remote_wheel_metadata(client, dist, deadline: Optional[float] = None, flight
 
     None when it cannot be read; :func:`failure` says why.
     """
-    from .index import parse_metadata
-
     cache, st, lock = _state(client)
     if dist.url in cache:
         got = cache[dist.url]

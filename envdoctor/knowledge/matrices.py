@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
-from envdoctor.facts.pins import canonical_name
+from envdoctor.facts.versions import canonical_name
 
 from . import load as L
 from .tables import (

@@ -28,7 +28,7 @@ from envdoctor.facts.versions import major_minor as xy
 from envdoctor.facts.versions import parse_version
 from envdoctor.frameworks import registry
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 from envdoctor.facts.choices import (
     jax_choice,
     jax_command,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional
 
 if TYPE_CHECKING:
-    from envdoctor.rules.context import Context
+    from envdoctor.context import Context
 
 from envdoctor.records import dataclass, field
 

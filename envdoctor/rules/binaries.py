@@ -16,7 +16,7 @@ from envdoctor.facts.builds import cuda_builds, cuda_line_serves, no_kernel_caus
 from envdoctor.facts.gpus import gpu_label, visible_gpus
 from envdoctor.facts.versions import cc_tuple
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 from envdoctor.snapshot import CudaBinary
 
 SHOWN_FILES = 3

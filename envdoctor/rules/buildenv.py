@@ -6,7 +6,7 @@ from typing import Any, Dict, List
 
 from envdoctor.parsers.breadth import arch_number, parse_arch_list
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 
 ARCH_VARS = ("TORCH_CUDA_ARCH_LIST", "CUDAARCHS", "CMAKE_CUDA_ARCHITECTURES")
 

@@ -22,7 +22,7 @@ from envdoctor.facts.pins import jax_plugin, marker_extras, packages, spec
 from envdoctor.facts.platform import driver_os, platform_key
 from envdoctor.facts.versions import parse_version, public
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 from envdoctor.rules.intent import cpu_build_severity
 from envdoctor.snapshot import Framework
 

@@ -33,7 +33,7 @@ from envdoctor.facts.versions import parse_version
 from envdoctor.frameworks import registry
 from envdoctor.frameworks.base import Candidate
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 
 # --------------------------------------------------------------------------- ED100
 

@@ -11,7 +11,7 @@ from envdoctor.facts.cuda_mix import REFERENCES, majors_of, mixed_majors
 from envdoctor.facts.platform import platform_key
 from envdoctor.frameworks import registry
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 
 
 def _builds(ctx: Context) -> List[Tuple[str, Optional[int], Optional[str], str, str]]:

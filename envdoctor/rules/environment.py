@@ -21,7 +21,7 @@ from envdoctor.facts.pins import canonical_name, requirement
 from envdoctor.facts.versions import major_minor, parse_version
 from envdoctor.lazyre import lazy_re
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 
 # nvidia-* wheel (without its -cuNN suffix) -> (family, library name prefixes it ships)
 _WHEEL_FAMILIES = {

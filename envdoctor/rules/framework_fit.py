@@ -8,10 +8,10 @@ from typing import Any, List
 
 from envdoctor.facts.choices import unknown_note
 from envdoctor.facts.platform import platform_of
+from envdoctor.facts.versions import parse_version
 from envdoctor.frameworks import registry
 from envdoctor.frameworks.base import GpuTarget, Target
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import parse_version
 
 AREA_OF = {"driver": "driver", "python": "python", "platform": "platform", "cuda": "driver"}
 

@@ -19,7 +19,7 @@ from packaging.version import Version
 from envdoctor.facts.labels import row_source
 from envdoctor.facts.versions import parse_version
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 
 PIP_REQ_FILE_DOC = "https://pip.pypa.io/en/stable/reference/requirements-file-format/"
 TORCH_PREVIOUS = "https://pytorch.org/get-started/previous-versions/"

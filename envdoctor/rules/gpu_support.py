@@ -16,7 +16,7 @@ from envdoctor.facts.labels import row_source
 from envdoctor.facts.pins import cudnn_wheel_major
 from envdoctor.facts.versions import parse_version
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 from envdoctor.snapshot import GPU
 
 _REFS = [

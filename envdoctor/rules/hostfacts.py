@@ -8,7 +8,7 @@ from packaging.version import Version
 from envdoctor.facts.versions import parse_version
 from envdoctor.rules._runtime_data import numpy2_rows
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 
 
 @rule(

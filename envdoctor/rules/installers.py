@@ -5,7 +5,7 @@ from typing import List
 
 from envdoctor.lazyre import lazy_re
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 
 _CONDA_CUDA = lazy_re(r"^(cudatoolkit|cuda-(cudart|runtime|libraries|nvrtc|toolkit)|cudnn|nccl)$")
 _CONDA_FW = {"pytorch": "torch", "tensorflow": "tensorflow", "tensorflow-base": "tensorflow", "jaxlib": "jaxlib",

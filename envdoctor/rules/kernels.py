@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import List
 
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 
 GPU_BUILDS = ("cuda", "rocm", "metal", "xpu")
 _MAIN = ("torch", "tensorflow", "jax")

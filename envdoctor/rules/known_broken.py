@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 
 PLANNED = "(planned)"  # Framework.location of what gate's plan lays over the target (envdoctor.gate.plan)
 

@@ -21,7 +21,7 @@ from envdoctor.facts.gpu_support import driver_supports_gpu
 from envdoctor.facts.loader import DRIVER_CAUSE, is_mismatch, libcuda_resolution, under_wsl_lib, wsl2
 from envdoctor.facts.versions import parse_version
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 
 DATA = "matrices/forward_compat.toml"
 _REFS_FC = [

@@ -25,7 +25,7 @@ from envdoctor.facts.loader import (
 from envdoctor.facts.platform import package_family
 from envdoctor.lazyre import lazy_re
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 from envdoctor.records import dataclass, field
 
 VISIBLE_CAUSE = "cuda-visible-devices"

@@ -8,7 +8,7 @@ from packaging.version import Version
 from envdoctor.facts.versions import parse_version
 from envdoctor.rules._runtime_data import alloc_keys
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 
 HELD_FRACTION = 0.5  # a process holding more than half of a GPU's memory
 

@@ -19,7 +19,7 @@ from packaging.version import Version
 from envdoctor.facts.pins import requirement
 from envdoctor.facts.versions import lower_bound, major_minor_version, parse_version
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 
 NVCC_WHEELS = ("nvidia-cuda-nvcc-cu13", "nvidia-cuda-nvcc-cu12", "nvidia-cuda-nvcc-cu11", "nvidia-cuda-nvcc")
 

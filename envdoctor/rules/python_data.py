@@ -28,7 +28,7 @@ from envdoctor.facts.pins import norm, spec_contains
 from envdoctor.facts.platform import python_version
 from envdoctor.facts.versions import parse_version
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 
 DATA_MAX_AGE_DAYS = 180
 

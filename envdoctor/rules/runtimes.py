@@ -12,7 +12,7 @@ from envdoctor.facts.versions import parse_version
 from envdoctor.knowledge.framework_tables import row_for
 from envdoctor.rules._runtime_data import runtimes_rows
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 
 DATA = "matrices/runtimes.toml"
 ORT_GPU_FIX = "$ pip uninstall -y onnxruntime onnxruntime-gpu && pip install onnxruntime-gpu"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import List
 
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 
 # only states the nvidia probe concluded; "unknown" (or a probe that failed) never means "no GPU"
 _NO_GPU_STATES = ("not_installed", "no_devices")

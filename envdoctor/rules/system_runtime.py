@@ -14,7 +14,7 @@ import ntpath
 from typing import Any, List, Optional, Tuple
 
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 from envdoctor.snapshot import Framework
 
 

@@ -25,7 +25,7 @@ from envdoctor.facts.labels import fw_source as fw_src
 from envdoctor.facts.pins import jax_plugin, marker_extras, parse_pins, spec
 from envdoctor.facts.versions import lower_bound, parse_version, public
 from envdoctor.rules.base import EvidenceItem, Finding, Rule, rule
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 from envdoctor.snapshot import Framework
 
 JAX_CAUSE = "jax-version-step"

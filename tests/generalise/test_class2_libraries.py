@@ -11,7 +11,7 @@ from pathlib import Path
 
 from envdoctor.facts.libraries import FAMILIES, loaded
 from envdoctor.probes import pyenv
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 from envdoctor.snapshot import Cudnn, Evidence, Framework, Library, Snapshot, Toolkit
 from tests import snapfactory as sf
 from tests.generalise.common import SITE, _own_cache, by_id, check, check_cli, jax_with, serious  # noqa: F401

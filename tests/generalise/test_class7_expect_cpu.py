@@ -107,7 +107,7 @@ def test_a_cpu_laptop_stays_healthy(tmp_path, capsys):
 def test_gate_which_does_not_read_the_intent_keeps_a_warning():
     """gate judges a plan for a target: it does not read expect-cpu, so a CPU build there stays a warning
     (envdoctor.rules.intent)."""
-    from envdoctor.rules.context import Context
+    from envdoctor.context import Context
     from envdoctor.rules.engine import run_rules, select_rules
     from tests.rules.helpers import matrices
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from envdoctor.knowledge import load_matrices
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 from envdoctor.facts.gpus import kernel_for
 from envdoctor.rules.engine import run_rules, select_rules
 from tests.snapfactory import jax, machine, tensorflow, torch

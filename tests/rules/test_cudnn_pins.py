@@ -12,7 +12,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from envdoctor.knowledge import load_matrices
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 from envdoctor.rules.engine import run_rules, select_rules
 from envdoctor.snapshot import Cudnn, Evidence, Framework, ProbeStatus
 from tests.snapfactory import machine, tensorflow, torch

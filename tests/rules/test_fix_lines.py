@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from envdoctor.cli import main
+from envdoctor.entry import main
 from envdoctor.knowledge import load_matrices
 from envdoctor.snapshot import Framework
 from envdoctor.snapshot_io import dump_json

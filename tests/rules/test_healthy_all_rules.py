@@ -14,7 +14,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from envdoctor.knowledge import load_matrices
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 from envdoctor.rules.engine import run_rules
 from tests.snapfactory import machine, torch
 

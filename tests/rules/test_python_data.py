@@ -6,7 +6,7 @@ from packaging.version import Version
 
 from envdoctor.knowledge import load_matrices
 from envdoctor.knowledge.matrices import Matrices
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 from envdoctor.rules.engine import run_rules, select_rules
 from tests.snapfactory import jax, machine, tensorflow, torch
 

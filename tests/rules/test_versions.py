@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from envdoctor.knowledge import load_matrices
-from envdoctor.rules.context import Context
+from envdoctor.context import Context
 from envdoctor.rules.engine import run_rules, select_rules
 from envdoctor.snapshot import Framework
 from tests.snapfactory import machine, torch

@@ -97,7 +97,7 @@ def add_local_project(path: str, extras: Tuple[str, ...], shown: str, loc: Locat
 def _add_declared(deps: List[Tuple[str, Location]], declared_in: str, unit: InputUnit, problems: List[InputProblem],
                   group, constraint: bool) -> None:
     """The requirements a local project declares, each located at the line that names the project."""
-    from envdoctor.gate.inputs.requirements import parse_requirement_text
+    from envdoctor.gate.inputs.requirement_line import parse_requirement_text
 
     for dep, dloc in deps:
         req, err = parse_requirement_text(dep, dloc)

@@ -1,18 +1,15 @@
-"""What a rule reads: the snapshot, the matrices, and facts derived from both."""
+"""What a rule reads: the snapshot, the matrices, and facts derived from both.
+
+Outside envdoctor/rules/ on purpose: importing any module of that package first runs its __init__, which imports
+every rule module. The facts, doctor and gate build or read a Context without pulling the catalogue in, and the rules
+import it from here like any other fact."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from envdoctor.facts.versions import parse_version
 from envdoctor.knowledge.matrices import Matrices
 from envdoctor.snapshot import GPU, Framework, Snapshot
 from envdoctor.records import dataclass, field
-
-
-def base_version(text: Optional[str]) -> Optional[str]:
-    """'2.1.0+cu121' -> '2.1.0'."""
-    v = parse_version(text)
-    return v.base_version if v is not None else None
 
 
 @dataclass
