@@ -41,13 +41,13 @@ def test_glibc_2_28_finds_no_distribution_and_names_the_glibc(tmp_path, resolver
 
 @pytest.mark.parametrize("args", [["--glibc", "abc"], ["--glibc", "2.35", "--platform", "win-amd64"]])
 def test_bad_glibc_is_one_line_exit_2(tmp_path, args, capsys):
-    import envdoctor.cli as cli_mod
+    import envdoctor.entry as entry
 
     req = tmp_path / "requirements.txt"
     req.write_text("numpy\n")
     for cmd in (["gate", str(req), "--offline"], ["lock"]):
         with pytest.raises(SystemExit) as done:
-            cli_mod.main([*cmd, *args])
+            entry.main([*cmd, *args])
         out, err = capsys.readouterr()
         lines = [ln for ln in err.splitlines() if ln.strip()]
         assert done.value.code == 2, err

@@ -213,7 +213,7 @@ def test_python_object_tag_is_refused_and_never_run(tmp_path):
 
 def _yaml_imported(argv, cwd: Path) -> bool:
     code = ("import sys\n"
-            "from envdoctor.cli import main\n"
+            "from envdoctor.entry import main\n"
             "try:\n"
             f"    main({argv!r})\n"
             "except SystemExit:\n"

@@ -42,8 +42,6 @@ ALLOWED: Dict[Tuple[str, str], str] = {
     ("snapshot.py", "'1.0'"): "envdoctor's snapshot JSON schema version (docs/snapshot.md)",
     ("facts/platform.py", "'3.0.0'"): "placeholder python_full_version of a PEP 508 marker environment when the "
                                       "target names no Python (markers are then evaluated for 'some Python 3')",
-    ("gate/plan.py", "'3.0.0'"): "the same marker-environment placeholder (gate's own builder)",
-    ("gate/plan.py", "'3.0'"): "the same marker-environment placeholder (python_version)",
     ("knowledge/index.py", "'3.12'"): "the Python at which a py3-none wheel's Requires-Dist markers are read when no "
                                       "target Python is given: an evaluation point, not a compatibility claim",
     # lock's --help: examples of the three SPEC forms (exact, series, specifier), each spec's lock_examples. They decide nothing; loading the
@@ -68,7 +66,7 @@ ALLOWED: Dict[Tuple[str, str], str] = {
     ("gate/sniff.py", "(3, 11)"): "sys.version_info check for tomllib (the interpreter, not a target)",
     ("knowledge/load.py", "(3, 11)"): "sys.version_info check for tomllib (the interpreter, not a target)",
     ("rules/intent.py", "(3, 11)"): "sys.version_info check for tomllib (the interpreter, not a target)",
-    ("gate/resolve.py", "(17, 28, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40)"):
+    ("facts/platform.py", "(17, 28, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40)"):
         "the manylinux_2_N glibc tags uv's --python-platform accepts (the resolver tool's option values, "
         "not a framework or CUDA fact)",
     # comparisons of a version part that are not knowledge about a release

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 import pytest
 
-import envdoctor.cli as cli_mod
+import envdoctor.entry as entry
 from envdoctor.cli import cli
 from envdoctor.cli_options import Count, Number, Seconds
 
@@ -50,7 +50,7 @@ def test_every_numeric_option_uses_the_shared_type():
 
 def _main(argv, capsys):
     with pytest.raises(SystemExit) as done:
-        cli_mod.main(argv)
+        entry.main(argv)
     out, err = capsys.readouterr()
     return done.value.code, out, err
 
