@@ -39,12 +39,11 @@ def main(argv: Optional[List[str]] = None, early: Optional[List[int]] = None) ->
         try:
             if early:
                 _on_signal(early[0], None)
-            # Start-up makes many small objects and few cycles: ~65 young collections cost a check ~7 ms (issue
-            # 18). A larger first generation keeps collection on for long runs (fleet ingest) at a bounded cost.
+            # Start-up makes many small objects and few cycles: ~65 young collections cost a check ~7 ms. A larger first generation keeps collection on for long runs (fleet ingest) at a bounded cost.
             gc.set_threshold(20_000, 20, 20)
             _dispatch(None)
         except KeyboardInterrupt:  # raised by the handler outside finish() (during an import, say)
-            _leave(130, "envdoctor: interrupted\n")
+            _leave(130, _signal_line(signal.SIGINT))
         except Stopped as exc:
             _leave(exc.status, f"envdoctor: stopped by {exc.signame}\n")
     except SystemExit as exc:
@@ -177,9 +176,24 @@ def _on_signal(signum: int, frame: Optional[FrameType]) -> None:
             again = True
     if again:
         os._exit(128 + signum)
+    if frame is not None and frame.f_code.co_filename.startswith("<frozen importlib"):
+        # The import machinery was interrupted, maybe inside one of its weakref callbacks, where an exception is
+        # printed as "Exception ignored" and dropped: the run would go on and exit 0. Nothing of envdoctor's is
+        # half done there that unwinding would finish, so say the one line and end now.
+        try:
+            os.write(2, _signal_line(signum).encode())
+        except OSError:
+            pass
+        os._exit(128 + signum)
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     raise Stopped(signum)
+
+
+def _signal_line(signum: int) -> str:
+    if signum == signal.SIGINT:
+        return "envdoctor: interrupted\n"
+    return f"envdoctor: stopped by {_SIGNAMES.get(signum, f'signal {signum}')}\n"
 
 
 def _leave(code: int, line: str) -> NoReturn:

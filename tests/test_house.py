@@ -39,13 +39,24 @@ def _docstrings(tree: ast.AST) -> Iterator[Tuple[int, str]]:
 def citations_in_python(source: str) -> List[Tuple[int, str]]:
     """(line, text) of every comment or docstring in `source` that cites an issue number."""
     found: List[Tuple[int, str]] = []
+    block: List[Tuple[int, str]] = []  # comments on consecutive lines: a citation may be split across two
+
+    def end_block() -> None:
+        joined = " ".join(text.lstrip("#").strip() for _, text in block)
+        if block and CITATION.search(joined):
+            found.append((block[0][0], joined))
+        block.clear()
+
     for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type == tokenize.COMMENT and CITATION.search(tok.string):
-            found.append((tok.start[0], tok.string))
+        if tok.type == tokenize.COMMENT:
+            if block and tok.start[0] != block[-1][0] + 1:
+                end_block()
+            block.append((tok.start[0], tok.string))
+    end_block()
     for line, text in _docstrings(ast.parse(source)):
-        for i, part in enumerate(text.splitlines()):
-            if CITATION.search(part):
-                found.append((line + i, part.strip()))
+        joined = " ".join(part.strip() for part in text.splitlines())
+        if CITATION.search(joined):
+            found.append((line, joined[:200]))
     return found
 
 
@@ -73,9 +84,12 @@ def test_the_scanner_finds_planted_citations():
         '    """Line one.\n\n    See ISSUE16 for why."""\n'
         "# https://github.com/pytorch/pytorch/issues/30532 is a source, not a citation\n"
         "y = 'issue 5 in a plain string is data'\n"
+        "z = 2  # a cost measured in the tracker's (issue\n"
+        "# 18) thread\n"
+        "# 18 lines\n"
     )
     lines = [line for line, _ in citations_in_python(planted)]
-    assert lines == [2, 1, 6], citations_in_python(planted)
+    assert lines == [2, 9, 1, 4], citations_in_python(planted)
     assert citations_in_text("ok\nsee issues 11 and 13\n") == [(2, "see issues 11 and 13")]
     assert citations_in_text("an issue with the driver, /issues/283\n") == []
 
