@@ -5,12 +5,22 @@ from __future__ import annotations
 import os
 import sys
 
+import pytest
+
 from envdoctor import subproc
 from envdoctor.probes import ProbeContext, prefetch, run_probes
 from envdoctor.probes import pyenv
 from envdoctor.subproc import Runner, discard_started
 
 from .fakes import make_exe, process_gone, wait_until
+
+
+@pytest.fixture(autouse=True)
+def _no_command_left_waiting():
+    """The started commands are one pool per process: a test before these in the same worker (an in-process CLI
+    run whose prefetch was never collected, as a usage error leaves it) must not be counted here."""
+    discard_started()
+    yield
 
 
 def _counting_tool(tmp_path, name="tool"):
